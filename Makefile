@@ -1,0 +1,43 @@
+# switchyard: `make run` runs the main job, `make test` runs every check (what CI runs).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Reinstall only when the dependency lists change.
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml package-lock.json 2>/dev/null | sha1sum | cut -c1-12)
+
+.PHONY: setup test lint typecheck unit run bench schema clean
+
+$(STAMP):
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@if [ -f package-lock.json ]; then npm ci --silent --no-audit --no-fund; fi
+	@rm -f $(VENV)/.installed-* && touch $@
+
+setup: $(STAMP)
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: setup
+	$(BIN)/mypy
+
+unit: setup
+	$(BIN)/pytest
+
+test: lint typecheck unit
+
+run: setup
+	$(BIN)/switchyard validate workflows/*.yaml
+	$(BIN)/switchyard schema > /dev/null
+
+bench: setup
+	$(BIN)/python benchmarks/validate.py
+
+schema: setup
+	$(BIN)/switchyard schema > schema/workflow.schema.json
+
+clean:
+	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache

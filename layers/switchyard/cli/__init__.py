@@ -1,0 +1,1 @@
+"""The `switchyard` command: a thin layer over the library (docs/cli.md)."""

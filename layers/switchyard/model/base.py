@@ -1,0 +1,73 @@
+"""Shared pieces of the workflow model: the base class, identifiers, error types."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, StringConstraints, WithJsonSchema
+
+STEP_ID_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
+WORKFLOW_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,62}$"
+TOOL_NAME_PATTERN = r"^[a-zA-Z][a-zA-Z0-9_-]{0,63}$"
+WORKFLOW_REF_PATTERN = r"^[a-z][a-z0-9-]{0,62}(@[1-9][0-9]*)?$"
+
+StepId = Annotated[str, StringConstraints(pattern=STEP_ID_PATTERN)]
+WorkflowName = Annotated[str, StringConstraints(pattern=WORKFLOW_NAME_PATTERN)]
+ToolName = Annotated[str, StringConstraints(pattern=TOOL_NAME_PATTERN)]
+
+Template = Annotated[
+    str,
+    WithJsonSchema(
+        {
+            "type": "string",
+            "description": "Template: text with {{ expression }} parts over inputs, steps, run, "
+            "... (Jinja2 sandbox).",
+        }
+    ),
+]
+"""A string with `{{ expression }}` parts, rendered with Jinja2's sandbox."""
+
+ConditionText = Annotated[
+    str,
+    WithJsonSchema(
+        {
+            "type": "string",
+            "description": 'Condition, e.g. steps.classify.output.label == "billing" and '
+            'inputs.tier in ["pro", "enterprise"]',
+        }
+    ),
+]
+"""An expression of the condition language (docs/workflow-format.md)."""
+
+
+class Spec(BaseModel):
+    """Base of every model in a workflow file: unknown keys are errors, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class ErrorType(StrEnum):
+    """What went wrong in a step; retry policies and `Catch` rules match on these."""
+
+    TIMEOUT = "timeout"
+    RATE_LIMIT = "rate_limit"
+    TRANSIENT = "transient"
+    INVALID_OUTPUT = "invalid_output"
+    TEMPLATE = "template"
+    REJECTED = "rejected"
+    BUDGET = "budget"
+    POLICY = "policy"
+    PERMANENT = "permanent"
+
+
+class SideEffect(StrEnum):
+    NONE = "none"
+    IDEMPOTENT = "idempotent"
+    NON_IDEMPOTENT = "non_idempotent"
+
+
+class OnError(StrEnum):
+    FAIL = "fail"
+    CONTINUE = "continue"
+    PAUSE = "pause"
