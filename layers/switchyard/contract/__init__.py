@@ -1,0 +1,76 @@
+"""The contract between compiled state machines and the code they call.
+
+What a Task sends to `functions/*`, what comes back, the Step Functions error names that `Retry`
+and `Catch` rules match, the JSON the machine carries between states, and the placeholders that CDK
+and the local engine fill. docs/contract.md explains it with examples.
+"""
+
+from switchyard.contract.errors import (
+    LAMBDA_SERVICE_ERRORS,
+    StepErrorName,
+    error_names_for,
+    error_type_of,
+)
+from switchyard.contract.payloads import (
+    DeadLetter,
+    GateDecision,
+    GateKind,
+    GateRequest,
+    HumanRequest,
+    RenderRequest,
+    RenderResult,
+    RunContext,
+    RunStartRequest,
+    RunStartResult,
+    StepContext,
+    StepInvocation,
+    StepResult,
+    Usage,
+    WorkflowInfo,
+)
+from switchyard.contract.resources import (
+    DEAD_LETTER_QUEUE_URL,
+    FUNCTIONS,
+    FunctionName,
+    function_placeholder,
+    placeholders_in,
+    state_machine_placeholder,
+)
+from switchyard.contract.state import (
+    LARGE_OUTPUT_BYTES,
+    OUTPUT_REF_KEY,
+    STATE_KEYS,
+    StepStatus,
+)
+
+__all__ = [
+    "DEAD_LETTER_QUEUE_URL",
+    "FUNCTIONS",
+    "LAMBDA_SERVICE_ERRORS",
+    "LARGE_OUTPUT_BYTES",
+    "OUTPUT_REF_KEY",
+    "STATE_KEYS",
+    "DeadLetter",
+    "FunctionName",
+    "GateDecision",
+    "GateKind",
+    "GateRequest",
+    "HumanRequest",
+    "RenderRequest",
+    "RenderResult",
+    "RunContext",
+    "RunStartRequest",
+    "RunStartResult",
+    "StepContext",
+    "StepErrorName",
+    "StepInvocation",
+    "StepResult",
+    "StepStatus",
+    "Usage",
+    "WorkflowInfo",
+    "error_names_for",
+    "error_type_of",
+    "function_placeholder",
+    "placeholders_in",
+    "state_machine_placeholder",
+]

@@ -1,0 +1,191 @@
+"""What each Task sends to `functions/*` and what comes back (pydantic models).
+
+The compiler writes the `Parameters` that produce these payloads; the functions validate them on
+the way in. Field names are the JSON keys on the wire.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from switchyard.model import WorkflowBudget
+
+
+class Wire(BaseModel):
+    """Base of payload models: unknown keys are kept (newer machines may send more)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class WorkflowInfo(Wire):
+    name: str
+    version: int
+    tenant: str = "default"
+    budget: WorkflowBudget | None = None
+
+
+class RunContext(Wire):
+    """`run` in templates: the run's identity."""
+
+    id: str
+    """The execution name; stable across retries, redrives and recovery."""
+    workflow: str
+    version: int
+    started_at: str
+    tenant: str = "default"
+    parent: str | None = None
+    """Execution id of the run that started this one as a sub-workflow."""
+
+
+class StepContext(Wire):
+    """What templates of a step can read: the machine's state, trimmed to what the step uses."""
+
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    run: RunContext
+    steps: dict[str, Any] = Field(default_factory=dict)
+    """Records of the steps this step's templates read, and of its `after` steps."""
+    scope: dict[str, Any] | None = None
+    """Inside a map: item, index. Inside a loop: iteration, previous."""
+
+
+class StepInvocation(Wire):
+    """Payload of agent_step, tool_step and router_step."""
+
+    step_id: str
+    step: dict[str, Any]
+    """The step as written in the file (map and loop items: the inline step), with the
+    workflow's `defaults` applied; tools it may call are under `step["tool_defs"]`."""
+    workflow: WorkflowInfo
+    context: StepContext
+    retry_count: int | None = None
+    """`$$.State.RetryCount`: retries Step Functions has made of this Task."""
+    loop_retries: int = 0
+    """Retries made by an explicit wait loop (linear backoff)."""
+
+    @property
+    def attempt(self) -> int:
+        return (self.retry_count or 0) + self.loop_retries + 1
+
+    @property
+    def idempotency_key(self) -> str:
+        """`run_id:step_id[:index][:iteration]`: never changes across retries or recovery."""
+        key = f"{self.context.run.id}:{self.step_id}"
+        scope = self.context.scope or {}
+        if "index" in scope:
+            key += f":{scope['index']}"
+        if "iteration" in scope:
+            key += f":{scope['iteration']}"
+        return key
+
+
+class Usage(Wire):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    model: str | None = None
+    provider: str | None = None
+
+
+class StepResult(Wire):
+    """What agent_step, tool_step and router_step return."""
+
+    output: Any = None
+    attempts: int = 1
+    cost_usd: float = 0.0
+    usage: Usage | None = None
+    loop_output: Any = None
+    """Inside a loop: the output with `iterations` added (a non-object as {value, iterations})."""
+
+
+class GateKind(StrEnum):
+    APPROVAL = "approval"
+    """A human_gate step (one tier of it)."""
+    PAUSE = "pause"
+    """A step failed with on_error: pause; resuming runs it again."""
+    BUDGET = "budget"
+    """A step was refused for budget; resuming (after raising the budget) runs it again."""
+    HUMAN = "human"
+    """A step raised human_required (tool call approval, loop, unknown outcome)."""
+
+
+class GateRequest(Wire):
+    """Payload of approval_notify: a task token waits for a person."""
+
+    kind: GateKind
+    step_id: str
+    workflow: WorkflowInfo
+    context: StepContext
+    task_token: str
+    gate: dict[str, Any] | None = None
+    """The human_gate step (kind approval)."""
+    tier: int = 0
+    assignee: str | None = None
+    timeout_seconds: int | None = None
+    error: dict[str, Any] | None = None
+    """The failure that opened a pause, budget or human gate: Step Functions' {Error, Cause}."""
+
+
+class GateDecision(Wire):
+    """The output of an approval gate (what SendTaskSuccess carries)."""
+
+    decision: str
+    reviewer: str | None = None
+    note: str | None = None
+    edits: dict[str, Any] = Field(default_factory=dict)
+    decided_at: str
+    tier: int = 0
+
+
+class HumanRequest(Wire):
+    """The cause of a human_required error, as JSON in the error message."""
+
+    kind: str
+    """tool_approval, loop or unknown_outcome."""
+    reason: str
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+    call_id: str | None = None
+
+
+class RenderRequest(Wire):
+    """Payload of the render function: templates to render against a step's context."""
+
+    step_id: str | None = None
+    templates: Any
+    context: StepContext
+    merge: str | None = None
+    after: list[str] = Field(default_factory=list)
+
+
+class RenderResult(Wire):
+    value: Any
+
+
+class RunStartRequest(Wire):
+    """Payload of run_start: the execution's raw input, checked against the workflow's inputs."""
+
+    workflow: WorkflowInfo
+    inputs_schema: dict[str, dict[str, Any]]
+    input: Any
+    execution_id: str
+    execution_name: str
+    start_time: str
+
+
+class RunStartResult(Wire):
+    inputs: dict[str, Any]
+    run: RunContext
+
+
+class DeadLetter(Wire):
+    """What a failed step sends to the dead-letter queue."""
+
+    workflow: str
+    version: int
+    run: RunContext
+    step_id: str
+    error: dict[str, Any]
+    inputs: dict[str, Any]
