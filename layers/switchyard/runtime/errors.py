@@ -1,0 +1,138 @@
+"""Errors of the step runtime: each leaves a function as one Step Functions error name.
+
+A handler turns a `StepError` into a failed invocation whose `errorType` is `error.name` (see
+`switchyard.contract.StepErrorName`), so the compiled machine's `Retry` and `Catch` rules match it.
+Each class says whether a retry can help, and `RateLimited` carries how long to wait first.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from switchyard.contract import HumanRequest, StepErrorName
+
+
+class StepError(Exception):
+    """Base of every error a step leaves with; `name` is the Lambda `errorType`."""
+
+    name: ClassVar[StepErrorName] = StepErrorName.PERMANENT
+    retryable: ClassVar[bool] = False
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def cause(self) -> dict[str, Any]:
+        """What the machine sees as the error's `Cause` (JSON in the Lambda error message)."""
+        return {"type": str(self.name), "message": self.message}
+
+    def to_lambda_error(self) -> dict[str, Any]:
+        """The shape Lambda reports for an unhandled error: errorType and errorMessage."""
+        return {"errorType": str(self.name), "errorMessage": json.dumps(self.cause())}
+
+
+class PermanentError(StepError):
+    """Anything that another attempt will not fix: a 4xx, a bad configuration."""
+
+
+class TransientError(StepError):
+    """A failure another attempt may not meet: 5xx, overload, a dropped connection."""
+
+    name = StepErrorName.TRANSIENT
+    retryable = True
+
+
+class StepTimeout(StepError):
+    """The attempt ran out of time (its deadline, or a downstream timeout)."""
+
+    name = StepErrorName.TIMEOUT
+    retryable = True
+
+
+class RateLimited(StepError):
+    """A provider or endpoint said "too many requests"; retry no sooner than `retry_after`."""
+
+    name = StepErrorName.RATE_LIMIT
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    def cause(self) -> dict[str, Any]:
+        out = super().cause()
+        if self.retry_after is not None:
+            out["retry_after"] = self.retry_after
+        return out
+
+
+class InvalidOutput(StepError):
+    """The output does not parse or does not match the step's `output_schema`."""
+
+    name = StepErrorName.INVALID_OUTPUT
+
+    def __init__(self, message: str, *, errors: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.errors = errors or []
+
+    def cause(self) -> dict[str, Any]:
+        out = super().cause()
+        if self.errors:
+            out["errors"] = self.errors
+        return out
+
+
+class TemplateRenderError(StepError):
+    """A template names something the context lacks, or fails while rendering."""
+
+    name = StepErrorName.TEMPLATE
+
+    def __init__(self, message: str, *, template: str | None = None) -> None:
+        super().__init__(message)
+        self.template = template
+
+
+class BudgetExceeded(StepError):
+    """A reservation or a counter does not fit the budget of `scope`."""
+
+    name = StepErrorName.BUDGET
+
+    def __init__(self, message: str, *, scope: str | None = None) -> None:
+        super().__init__(message)
+        self.scope = scope
+
+    def cause(self) -> dict[str, Any]:
+        out = super().cause()
+        if self.scope is not None:
+            out["scope"] = self.scope
+        return out
+
+
+class PolicyViolation(StepError):
+    """A tool call refused before it ran: not allowed, bad arguments, over a limit."""
+
+    name = StepErrorName.POLICY
+
+    def __init__(self, message: str, *, tool: str | None = None) -> None:
+        super().__init__(message)
+        self.tool = tool
+
+
+class Rejected(StepError):
+    """A person said no (to a tool call awaiting approval)."""
+
+    name = StepErrorName.REJECTED
+
+
+class HumanRequired(StepError):
+    """The step needs a person first; the cause is a `HumanRequest` the gate shows them."""
+
+    name = StepErrorName.HUMAN_REQUIRED
+
+    def __init__(self, request: HumanRequest) -> None:
+        super().__init__(request.reason)
+        self.request = request
+
+    def cause(self) -> dict[str, Any]:
+        return {"type": str(self.name), **self.request.model_dump(mode="json", exclude_none=True)}
