@@ -1,0 +1,221 @@
+"""Anthropic and Bedrock through the real SDK against a mocked HTTP transport."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from switchyard.contract import StepErrorName
+from switchyard.runtime.clock import Deadline, ManualClock
+from switchyard.runtime.errors import PermanentError, RateLimited, StepError, TransientError
+from switchyard.runtime.providers import (
+    AnthropicProvider,
+    BedrockProvider,
+    CallKey,
+    ModelRequest,
+    Overloaded,
+    ToolSpec,
+    call_model,
+)
+from switchyard.runtime.rate_limits import RateLimitGate
+from tests.unit.runtime.providers.fake_api import (
+    FakeClaude,
+    connection_error,
+    message,
+    ok,
+    read_timeout,
+    status,
+    text_message,
+    wire_model,
+)
+
+KINDS = ["anthropic", "bedrock"]
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def request(model: str = "claude-sonnet-4-5", **kwargs: object) -> ModelRequest:
+    return ModelRequest(
+        model=model,
+        messages=[{"role": "user", "content": "Classify: my invoice is wrong"}],
+        max_tokens=1024,
+        system="You are a classifier.",
+        key=CallKey("run-1", "classify"),
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_usage_with_cache_tokens_is_recorded(kind: str) -> None:
+    fake = FakeClaude()
+    fake.queue(
+        wire_model(kind, "claude-sonnet-4-5"),
+        ok(text_message("billing", input_tokens=35, output_tokens=4, cache_read=2048, cache_write=10)),
+    )
+    response = fake.provider(kind).complete(request(temperature=0.2))
+    assert response.text == "billing"
+    assert response.stop_reason == "end_turn"
+    usage = response.usage
+    assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens) == (35, 4, 2048)
+    assert usage.model_extra == {"cache_write_tokens": 10}
+    assert usage.model == "claude-sonnet-4-5" and usage.provider == kind
+    _, body = fake.requests[0]
+    assert body["system"] == "You are a classifier."
+    assert body["temperature"] == 0.2
+    assert body["max_tokens"] == 1024
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_tool_use_turn_is_returned_as_blocks(kind: str) -> None:
+    fake = FakeClaude()
+    fake.queue(
+        wire_model(kind, "claude-sonnet-4-5"),
+        ok(
+            message(
+                [
+                    {"type": "text", "text": "Let me look that up."},
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_01A09q90qw90lq917835lq9",
+                        "name": "lookup_order",
+                        "input": {"order_id": "A-17"},
+                    },
+                ],
+                stop_reason="tool_use",
+            )
+        ),
+    )
+    tool = ToolSpec("lookup_order", "Look up an order.", {"type": "object"})
+    response = fake.provider(kind).complete(request(tools=(tool,)))
+    assert response.stop_reason == "tool_use"
+    [use] = response.tool_uses
+    assert (use.id, use.name, use.input) == ("toolu_01A09q90qw90lq917835lq9", "lookup_order", {"order_id": "A-17"})
+    assert fake.requests[0][1]["tools"] == [tool.to_api()]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_429_is_rate_limit_with_retry_after_and_blocks_the_model_account_wide(kind: str) -> None:
+    fake = FakeClaude()
+    model = wire_model(kind, "claude-sonnet-4-5")
+    fake.queue(
+        model,
+        status(429, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit", {"retry-after": "20"}),
+        ok(text_message("fine")),
+    )
+    clock = ManualClock()
+    gate = RateLimitGate(clock=clock)
+    provider = fake.provider(kind)
+    with pytest.raises(RateLimited) as info:
+        call_model(provider, request(), gate=gate, deadline=Deadline.after(300, clock))
+    assert info.value.retry_after == 20.0
+    assert info.value.name is StepErrorName.RATE_LIMIT and info.value.retryable
+    assert info.value.cause()["retry_after"] == 20.0
+
+    # A call with too little time left fails fast instead of sleeping past its deadline.
+    with pytest.raises(RateLimited) as fast:
+        call_model(provider, request(), gate=gate, deadline=Deadline.after(10, clock))
+    assert fast.value.retry_after == pytest.approx(20.0)
+    assert clock.sleeps == []
+    assert len(fake.requests) == 1
+
+    # A call with room waits out the Retry-After, then succeeds.
+    response = call_model(provider, request(), gate=gate, deadline=Deadline.after(300, clock))
+    assert response.text == "fine"
+    assert clock.sleeps == [pytest.approx(20.0)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_529_overload_falls_back_to_the_next_model(kind: str) -> None:
+    fake = FakeClaude()
+    fake.queue(wire_model(kind, "claude-opus-4-5"), status(529, "overloaded_error", "Overloaded"))
+    fake.queue(wire_model(kind, "claude-sonnet-4-5"), status(529, "overloaded_error", "Overloaded"))
+    fake.queue(wire_model(kind, "claude-haiku-4-5"), ok(text_message("from haiku", model="claude-haiku-4-5")))
+    response = call_model(
+        fake.provider(kind),
+        request("claude-opus-4-5"),
+        fallback_models=["claude-sonnet-4-5", "claude-haiku-4-5"],
+    )
+    assert response.text == "from haiku"
+    assert response.usage.model == "claude-haiku-4-5"
+    assert [m for m, _ in fake.requests] == [
+        wire_model(kind, m) for m in ("claude-opus-4-5", "claude-sonnet-4-5", "claude-haiku-4-5")
+    ]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_overload_without_an_answering_fallback_is_transient(kind: str) -> None:
+    fake = FakeClaude()
+    fake.queue(wire_model(kind, "claude-opus-4-5"), status(529, "overloaded_error", "Overloaded"))
+    fake.queue(wire_model(kind, "claude-haiku-4-5"), status(503, "api_error", "unavailable"))
+    with pytest.raises(Overloaded) as info:
+        call_model(fake.provider(kind), request("claude-opus-4-5"), fallback_models=["claude-haiku-4-5"])
+    assert info.value.name is StepErrorName.TRANSIENT
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_context_length_400_is_permanent(kind: str) -> None:
+    fake = FakeClaude()
+    fake.queue(
+        wire_model(kind, "claude-sonnet-4-5"),
+        status(400, "invalid_request_error", "prompt is too long: 215000 tokens > 200000 maximum"),
+    )
+    with pytest.raises(PermanentError, match="context window") as info:
+        call_model(fake.provider(kind), request(), fallback_models=["claude-haiku-4-5"])
+    assert info.value.name is StepErrorName.PERMANENT and not info.value.retryable
+    assert len(fake.requests) == 1  # a 4xx never tries the fallback models
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        (connection_error(), TransientError),
+        (read_timeout(), TransientError),
+        (status(500, "api_error", "Internal server error"), TransientError),
+        (status(401, "authentication_error", "invalid x-api-key"), PermanentError),
+        (status(404, "not_found_error", "model: nope"), PermanentError),
+    ],
+)
+def test_error_mapping(kind: str, reply: object, expected: type[StepError]) -> None:
+    fake = FakeClaude()
+    fake.queue(wire_model(kind, "claude-sonnet-4-5"), reply)  # type: ignore[arg-type]
+    with pytest.raises(expected):
+        fake.provider(kind).complete(request())
+
+
+def test_api_key_from_secrets_manager() -> None:
+    fake = FakeClaude()
+    fake.queue("claude-sonnet-4-5", ok(text_message("ok")))
+    seen: list[str] = []
+    original = fake.handle
+
+    def handle(req):  # type: ignore[no-untyped-def]
+        seen.append(req.headers.get("authorization") or req.headers.get("x-api-key"))
+        return original(req)
+
+    fake.handle = handle  # type: ignore[method-assign]
+    with mock_aws():
+        secrets = boto3.client("secretsmanager", region_name="us-east-1")
+        secrets.create_secret(Name="switchyard/anthropic", SecretString=json.dumps({"api_key": "sk-from-secret"}))
+        provider = AnthropicProvider(
+            secret_id="switchyard/anthropic", secrets_client=secrets, http_client=fake.http_client()
+        )
+        assert provider.complete(request()).text == "ok"
+    assert "sk-from-secret" in seen[0]
+
+
+def test_missing_api_key_says_how_to_set_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("SWITCHYARD_ANTHROPIC_SECRET", raising=False)
+    with pytest.raises(PermanentError, match="ANTHROPIC_API_KEY"):
+        AnthropicProvider().complete(request())
+
+
+def test_bedrock_refuses_a_model_it_cannot_name() -> None:
+    with pytest.raises(PermanentError, match="no price"):
+        BedrockProvider(region="us-east-1").bedrock_id("gpt-4")
+    assert BedrockProvider(region="us-east-1").bedrock_id("claude-opus-4-5") == (
+        "anthropic.claude-opus-4-5-20251101-v1:0"
+    )
