@@ -91,7 +91,7 @@ class MotoStepFunctions:
                 raise TimeoutError(f"moto execution {arn} still RUNNING")
             time.sleep(_POLL_SECONDS)
         if found["status"] == "SUCCEEDED":
-            return Outcome.succeeded(json.loads(found.get("output", "null")))
+            return Outcome.succeeded(json.loads(found.get("output") or "null"))
         return Outcome(found["status"], None, found.get("error"), found.get("cause"))
 
 
@@ -114,18 +114,16 @@ def parameters_machine(parameters: dict[str, Any]) -> dict[str, Any]:
 
 
 def choice_machine(rule: dict[str, Any], *, default: bool = True) -> dict[str, Any]:
-    """A Choice whose only rule leads to a Pass state with Result "matched"."""
+    """A Choice whose only rule leads to `{"branch": "matched"}`, else `{"branch": "default"}`."""
     choice: dict[str, Any] = {"Type": "Choice", "Choices": [{**rule, "Next": "Yes"}]}
+    states: dict[str, Any] = {
+        "C": choice,
+        "Yes": {"Type": "Pass", "Result": {"branch": "matched"}, "End": True},
+    }
     if default:
         choice["Default"] = "No"
-    return {
-        "StartAt": "C",
-        "States": {
-            "C": choice,
-            "Yes": {"Type": "Pass", "Result": "matched", "End": True},
-            "No": {"Type": "Pass", "Result": "default", "End": True},
-        },
-    }
+        states["No"] = {"Type": "Pass", "Result": {"branch": "default"}, "End": True}
+    return {"StartAt": "C", "States": states}
 
 
 def evaluate_locally(definition: dict[str, Any], data: Any, context: Any = None) -> Outcome:
