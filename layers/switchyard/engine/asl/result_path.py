@@ -43,8 +43,8 @@ def apply_result_path(result_path: ReferencePath | None, state_input: Any, resul
 
     `None` keeps the input and drops the result; `$` replaces the input with the result; any
     other path writes the result into a copy of the input, creating missing objects on the way.
-    Writing through a value that is not an object (or an array, for an index step) fails with
-    `States.ResultPathMatchFailure`.
+    Writing through a value that is not an object (`null` included), or through an index that is
+    not inside an existing array, fails with `States.ResultPathMatchFailure`.
     """
     if result_path is None:
         return state_input
@@ -65,8 +65,8 @@ def _put(
         if last:
             copy[step] = result
         else:
-            child = node.get(step)
-            copy[step] = _put(path, steps, i + 1, {} if child is None else child, result, root)
+            child = node[step] if step in node else {}
+            copy[step] = _put(path, steps, i + 1, child, result, root)
         return copy
     if not isinstance(node, list):
         _mismatch(path, root)
