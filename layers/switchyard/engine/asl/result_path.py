@@ -65,7 +65,7 @@ def _put(
         if last:
             copy[step] = result
         else:
-            child = node[step] if step in node else {}
+            child = node.get(step, {})
             copy[step] = _put(path, steps, i + 1, child, result, root)
         return copy
     if not isinstance(node, list):

@@ -30,42 +30,60 @@ class WaitSpec:
     timestamp_path: JsonPath | None = None
 
 
-def _read(path: JsonPath, data: Any, field: str) -> Any:
-    try:
-        return path.evaluate(data)
-    except PathNotFoundError:
-        raise AslFailure(
-            StatesError.RUNTIME,
-            f"Invalid path '{path.text}' : The {field} path references an invalid value in the "
-            f"input '{to_json_text(data)}'",
-        ) from None
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else to_json_text(value)
 
 
 def wait_until(spec: WaitSpec, data: Any, now: datetime) -> datetime:
-    """The moment a Wait state entered at `now` (timezone-aware) with input `data` ends."""
+    """The moment a Wait state entered at `now` (timezone-aware) with input `data` ends.
+
+    Failures carry the causes Step Functions writes for them.
+    """
     if spec.seconds is not None:
         return now + timedelta(seconds=spec.seconds)
     if spec.seconds_path is not None:
-        value = _read(spec.seconds_path, data, "SecondsPath")
-        if not is_integral(value) or not 0 <= value <= MAX_WAIT_SECONDS:
+        path = spec.seconds_path
+        try:
+            value: Any = path.evaluate(data)
+        except PathNotFoundError:
             raise AslFailure(
                 StatesError.RUNTIME,
-                f"The SecondsPath parameter does not reference a valid integer value: "
-                f"{to_json_text(value)}",
+                f"The SecondsPath parameter does not reference an input value: {path.text}",
+            ) from None
+        if not is_number(value) or not is_integral(value):
+            raise AslFailure(
+                StatesError.RUNTIME,
+                "The SecondsPath parameter cannot be parsed as a long value: "
+                f"{path.text} == {_shown(value)}",
+            )
+        if value < 0:
+            raise AslFailure(
+                StatesError.RUNTIME,
+                f"The SecondsPath parameter references a negative value: {path.text} == {value}",
             )
         return now + timedelta(seconds=int(value))
     if spec.timestamp is not None:
-        text = spec.timestamp
+        text: Any = spec.timestamp
+        shown_path = spec.timestamp
     elif spec.timestamp_path is not None:
-        text = _read(spec.timestamp_path, data, "TimestampPath")
+        path = spec.timestamp_path
+        shown_path = path.text
+        try:
+            text = path.evaluate(data)
+        except PathNotFoundError:
+            raise AslFailure(
+                StatesError.RUNTIME,
+                f"The JSONPath '{path.text}' specified for the field 'TimestampPath' could not "
+                f"be found in the input '{to_json_text(data)}'",
+            ) from None
     else:
         raise ValueError("a Wait state needs one of Seconds, SecondsPath, Timestamp, TimestampPath")
     parsed = parse_timestamp(text)
     if parsed is None:
         raise AslFailure(
             StatesError.RUNTIME,
-            f"The TimestampPath parameter does not reference a valid ISO-8601 extended offset "
-            f"date-time format string: {to_json_text(text)}",
+            "The TimestampPath parameter does not reference a valid ISO-8601 extended offset "
+            f"date-time format string: {shown_path} == {_shown(text)}",
         )
     return parsed.moment
 
@@ -87,7 +105,13 @@ def resolve_seconds(
         return value
     if path is None:
         return None
-    found = _read(path, data, field)
+    try:
+        found: Any = path.evaluate(data)
+    except PathNotFoundError:
+        raise AslFailure(
+            StatesError.RUNTIME,
+            f"The {field} parameter does not reference an input value: {path.text}",
+        ) from None
     if not is_number(found) or not is_integral(found) or not minimum <= found <= maximum:
         raise AslFailure(
             StatesError.RUNTIME,
