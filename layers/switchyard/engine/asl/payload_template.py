@@ -25,6 +25,7 @@ from switchyard.engine.asl.intrinsics import DEFAULT_ENTROPY, Entropy, evaluate_
 from switchyard.engine.asl.jsonpath import (
     JsonPath,
     PathNotFoundError,
+    ReferencePath,
     compile_context_path,
     compile_path,
 )
@@ -95,7 +96,7 @@ def compile_value_expression(text: Any, field_name: str, location: str) -> Evalu
 
 
 def _path_evaluator(path: JsonPath, field_name: str) -> Evaluator:
-    if path.definite and not path.steps:  # type: ignore[union-attr]
+    if isinstance(path, ReferencePath) and path.is_root:
         return lambda data, context, entropy: data
 
     def evaluate(data: Any, context: Any, entropy: Entropy) -> Any:
