@@ -17,22 +17,25 @@ CREATE TABLE budget_scopes (
     spent_micros     bigint NOT NULL DEFAULT 0,
     reserved_micros  bigint NOT NULL DEFAULT 0,
     tokens           bigint NOT NULL DEFAULT 0,
-    steps            bigint NOT NULL DEFAULT 0,
     CHECK (reserved_micros >= 0)
 );
 
+CREATE TABLE budget_steps (
+    scope  text PRIMARY KEY,
+    steps  bigint NOT NULL DEFAULT 0
+);
+
+-- Open reservations only: settling or releasing one deletes it.
 CREATE TABLE budget_reservations (
     id             text PRIMARY KEY,
     owner          text NOT NULL,                        -- the step key whose attempts made it
     scopes         text[] NOT NULL,
     amount_micros  bigint NOT NULL,
-    state          text NOT NULL,                        -- reserved, settled, released
-    actual_micros  bigint,
     model          text,
     step           text,
     created_at     timestamptz NOT NULL DEFAULT now()
 );
-CREATE INDEX budget_reservations_open ON budget_reservations (owner) WHERE state = 'reserved';
+CREATE INDEX budget_reservations_owner ON budget_reservations (owner);
 
 CREATE TABLE budget_attempts (
     scope       text NOT NULL,
