@@ -1,0 +1,19 @@
+"""Effectively-once side effects: Powertools idempotency on DynamoDB or PostgreSQL."""
+
+from switchyard.stores.idempotency.dynamodb import (
+    IDEMPOTENCY_TABLE_ENV,
+    create_idempotency_table,
+    dynamodb_persistence_layer,
+)
+from switchyard.stores.idempotency.once import IdempotentCalls, OutcomeUnknown, RemainingTime
+from switchyard.stores.idempotency.postgres import PostgresPersistenceLayer
+
+__all__ = [
+    "IDEMPOTENCY_TABLE_ENV",
+    "IdempotentCalls",
+    "OutcomeUnknown",
+    "PostgresPersistenceLayer",
+    "RemainingTime",
+    "create_idempotency_table",
+    "dynamodb_persistence_layer",
+]

@@ -1,0 +1,28 @@
+"""Powertools' own DynamoDB persistence layer, with the table layout switchyard deploys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
+IDEMPOTENCY_TABLE_ENV = "SWITCHYARD_IDEMPOTENCY_TABLE"
+
+
+def dynamodb_persistence_layer(table_name: str, *, client: Any = None) -> DynamoDBPersistenceLayer:
+    """Powertools' layer on `table_name` (key `id`, TTL attribute `expiration`)."""
+    return DynamoDBPersistenceLayer(table_name=table_name, boto3_client=client)
+
+
+def create_idempotency_table(client: Any, table_name: str) -> None:
+    """Create the table (tests and local use; on AWS the CDK stack creates it, TTL on)."""
+    client.create_table(
+        TableName=table_name,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    client.update_time_to_live(
+        TableName=table_name,
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiration"},
+    )
