@@ -1,0 +1,51 @@
+"""The step runtime: what agent, tool and router steps do when a state machine calls them.
+
+Entry points (the `functions/*` handlers call these):
+
+    run_agent_step(invocation, services, deadline=..., lambda_context=...) -> StepResult
+    run_tool_step(invocation, services, deadline=..., lambda_context=...)  -> StepResult
+    run_llm_router(invocation, services, deadline=...)                     -> StepResult
+
+They raise `StepError`s whose `name` is the Lambda `errorType` the compiled machine matches.
+`StepServices` holds the stores and clients (in memory by default).
+"""
+
+from switchyard.runtime.agent import run_agent_step
+from switchyard.runtime.clock import Deadline, ManualClock, SystemClock
+from switchyard.runtime.errors import (
+    BudgetExceeded,
+    HumanRequired,
+    InvalidOutput,
+    PermanentError,
+    PolicyViolation,
+    RateLimited,
+    Rejected,
+    StepError,
+    StepTimeout,
+    TemplateRenderError,
+    TransientError,
+)
+from switchyard.runtime.router import run_llm_router
+from switchyard.runtime.services import StepServices
+from switchyard.runtime.tool_step import run_tool_step
+
+__all__ = [
+    "BudgetExceeded",
+    "Deadline",
+    "HumanRequired",
+    "InvalidOutput",
+    "ManualClock",
+    "PermanentError",
+    "PolicyViolation",
+    "RateLimited",
+    "Rejected",
+    "StepError",
+    "StepServices",
+    "StepTimeout",
+    "SystemClock",
+    "TemplateRenderError",
+    "TransientError",
+    "run_agent_step",
+    "run_llm_router",
+    "run_tool_step",
+]

@@ -63,7 +63,7 @@ class S3OutputStore:
 
     def __init__(self, bucket: str, *, client: Any = None, prefix: str = "") -> None:
         if client is None:
-            import boto3
+            import boto3  # type: ignore[import-untyped]
 
             client = boto3.client("s3")
         self.bucket = bucket

@@ -15,7 +15,8 @@ from typing import Any
 
 from jinja2 import TemplateError as JinjaTemplateError
 from jinja2 import Undefined, UndefinedError
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from switchyard.contract import StepContext, StepStatus
 from switchyard.runtime.errors import TemplateRenderError

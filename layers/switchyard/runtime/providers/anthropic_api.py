@@ -21,7 +21,7 @@ API_KEY_SECRET_ENV = "SWITCHYARD_ANTHROPIC_SECRET"
 def api_key_from_secret(secret_id: str, *, client: Any = None) -> str:
     """The API key stored in a Secrets Manager secret."""
     if client is None:
-        import boto3
+        import boto3  # type: ignore[import-untyped]
 
         client = boto3.client("secretsmanager")
     value = str(client.get_secret_value(SecretId=secret_id)["SecretString"]).strip()

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 
 from switchyard.stores.budget.ledger import (
     BudgetLedger,
@@ -67,7 +67,7 @@ def _cancellation_codes(exc: ClientError) -> list[str]:
 class DynamoDBBudgetLedger(BudgetLedger):
     def __init__(self, table_name: str, *, client: Any = None) -> None:
         if client is None:
-            import boto3
+            import boto3  # type: ignore[import-untyped]
 
             client = boto3.client("dynamodb")
         self.table = table_name

@@ -90,9 +90,8 @@ class IdempotentCalls:
             expires_after_seconds=self.expires_after_seconds,
             hash_function="sha256",
         )
-        config.register_lambda_context(
-            lambda_context if lambda_context is not None else RemainingTime()
-        )
+        context: Any = lambda_context if lambda_context is not None else RemainingTime()
+        config.register_lambda_context(context)
         return config
 
     def run(
@@ -121,7 +120,7 @@ class IdempotentCalls:
         if non_idempotent and not rerun_approved:
             self._refuse_after_crash(config, data, describe, name)
 
-        @idempotent_function(
+        @idempotent_function(  # type: ignore[untyped-decorator]
             data_keyword_argument="data",
             persistence_store=self.persistence,
             config=config,

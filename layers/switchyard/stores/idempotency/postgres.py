@@ -34,11 +34,11 @@ def _record(row: tuple[Any, ...]) -> DataRecord:
     )
 
 
-class PostgresPersistenceLayer(BasePersistenceLayer):  # type: ignore[misc]
+class PostgresPersistenceLayer(BasePersistenceLayer):
     """Table `idempotency_records` (migration 0001)."""
 
     def __init__(self, pool: ConnectionPool) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self._pool = pool
 
     def _get_record(self, idempotency_key: str) -> DataRecord:

@@ -1,0 +1,149 @@
+"""Budgets as a step enforces them: duration, step attempts, and money around every model call.
+
+At the start of an attempt: the run's `max_duration` (from `run.started_at`), the open
+reservations a crashed earlier attempt of this step left (released), and the run's `max_steps`
+(this attempt counted once). Before each model call: a reservation of the estimated cost on the
+run, the step (if it has a budget) and the tenant's day (if it has a limit), all or nothing. The
+estimate is the step's `budget.max_cost_usd` (what is left of it), else the historical average
+cost of this model in this step, else $0.10. After the call: settled to the real cost and tokens.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from switchyard.contract import StepInvocation, Usage
+from switchyard.model import StepBudget
+from switchyard.runtime.clock import Clock, parse_iso
+from switchyard.runtime.errors import BudgetExceeded
+from switchyard.runtime.models_catalog import ModelCatalog, to_micros
+from switchyard.stores.budget import BudgetLedger, Reservation, Scope, ScopeLimit
+
+DEFAULT_ESTIMATE_MICROS = 100_000
+"""$0.10: the estimate of a call with no step budget and no history."""
+
+
+@dataclass
+class BudgetGuard:
+    invocation: StepInvocation
+    ledger: BudgetLedger | None
+    catalog: ModelCatalog
+    clock: Clock
+    step_budget: StepBudget | None = None
+    tenant_daily_limit: int | None = None
+
+    @property
+    def owner(self) -> str:
+        return self.invocation.idempotency_key
+
+    @property
+    def history_key(self) -> str:
+        """A step's identity across runs, for the historical average."""
+        return f"{self.invocation.workflow.name}:{self.invocation.step_id}"
+
+    def _run_scope(self) -> Scope:
+        return Scope("run", self.invocation.context.run.id)
+
+    def _step_scope(self) -> Scope:
+        return Scope("step", self.invocation.idempotency_key)
+
+    def check_duration(self) -> None:
+        budget = self.invocation.workflow.budget
+        if budget is None or budget.max_duration is None:
+            return
+        started = parse_iso(self.invocation.context.run.started_at)
+        elapsed = self.clock.now() - started
+        if elapsed > budget.max_duration:
+            raise BudgetExceeded(
+                f"run {self.invocation.context.run.id} has run {elapsed:.0f}s, past its "
+                f"max_duration of {budget.max_duration}s",
+                scope=self._run_scope().key,
+            )
+
+    def start_attempt(self) -> None:
+        """Checks and bookkeeping at the start of every attempt (see the module doc)."""
+        self.check_duration()
+        if self.ledger is None:
+            return
+        self.ledger.release_open(self.owner)
+        budget = self.invocation.workflow.budget
+        max_steps = budget.max_steps if budget is not None else None
+        attempt_id = f"{self.invocation.idempotency_key}:{self.invocation.attempt}"
+        self.ledger.count_step(self._run_scope(), attempt_id, max_steps)
+
+    def _limits(self) -> list[ScopeLimit]:
+        run_budget = self.invocation.workflow.budget
+        limits = [
+            ScopeLimit(
+                self._run_scope(),
+                to_micros(str(run_budget.max_cost_usd))
+                if run_budget is not None and run_budget.max_cost_usd is not None
+                else None,
+                run_budget.max_tokens if run_budget is not None else None,
+            )
+        ]
+        if self.step_budget is not None:
+            limits.append(
+                ScopeLimit(
+                    self._step_scope(),
+                    to_micros(str(self.step_budget.max_cost_usd))
+                    if self.step_budget.max_cost_usd is not None
+                    else None,
+                    self.step_budget.max_tokens,
+                )
+            )
+        if self.tenant_daily_limit is not None:
+            day = datetime.fromtimestamp(self.clock.now(), UTC).date().isoformat()
+            tenant = self.invocation.workflow.tenant
+            limits.append(ScopeLimit(Scope("tenant_day", f"{tenant}:{day}"), self.tenant_daily_limit))
+        return limits
+
+    def estimate(self, model: str) -> int:
+        """Micro-dollars to reserve for one call of `model` in this step."""
+        assert self.ledger is not None
+        if self.step_budget is not None and self.step_budget.max_cost_usd is not None:
+            cap = to_micros(str(self.step_budget.max_cost_usd))
+            used = self.ledger.totals(self._step_scope())
+            left = cap - used.spent_micros - used.reserved_micros
+            if left <= 0:
+                raise BudgetExceeded(
+                    f"step {self.invocation.step_id} has used its budget of "
+                    f"${self.step_budget.max_cost_usd}",
+                    scope=self._step_scope().key,
+                )
+            return left
+        average = self.ledger.average_cost(model, self.history_key)
+        return average if average is not None else DEFAULT_ESTIMATE_MICROS
+
+    def reserve(self, model: str, turn: int) -> Reservation | None:
+        """Reserve one call's estimated cost; `BudgetExceeded` when it does not fit."""
+        self.check_duration()
+        if self.ledger is None:
+            return None
+        reservation_id = (
+            f"{self.invocation.idempotency_key}:{self.invocation.attempt}:{turn}:"
+            f"{uuid.uuid4().hex[:8]}"
+        )
+        return self.ledger.reserve(
+            reservation_id,
+            self.estimate(model),
+            self._limits(),
+            owner=self.owner,
+            model=model,
+            step=self.history_key,
+        )
+
+    def settle(self, reservation: Reservation | None, usage: Usage) -> Decimal:
+        """Settle to the call's real cost; returns that cost in USD."""
+        cost = self.catalog.cost_usd(usage)
+        if self.ledger is not None and reservation is not None:
+            tokens = usage.input_tokens + usage.output_tokens + usage.cache_read_tokens
+            self.ledger.settle(reservation, to_micros(cost), tokens=tokens)
+        return cost
+
+    def release(self, reservation: Reservation | None) -> None:
+        if self.ledger is not None and reservation is not None:
+            self.ledger.release(reservation)

@@ -1,0 +1,102 @@
+"""What every step runner shares: reading the invocation, and shaping the result.
+
+The result's output is checked against the step's `output_schema` (`invalid_output`), large
+parts of it are moved to the output store (so the state stays under Step Functions' limits), and
+inside a loop `loop_output` carries the output with the iteration count.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+import jsonschema_rs
+
+from switchyard.contract import StepInvocation, StepResult, Usage
+from switchyard.model import parse_duration
+from switchyard.runtime.clock import Deadline
+from switchyard.runtime.errors import InvalidOutput
+from switchyard.runtime.large_outputs import offload, resolve
+from switchyard.runtime.rendering import template_context
+from switchyard.runtime.services import StepServices
+
+DEFAULT_ATTEMPT_SECONDS = 900.0
+
+
+def step_fields(invocation: StepInvocation) -> dict[str, Any]:
+    """The step as the model types read it (without the runtime-only `tool_defs`)."""
+    return {key: value for key, value in invocation.step.items() if key != "tool_defs"}
+
+
+def tool_definitions(invocation: StepInvocation) -> dict[str, Any]:
+    defs = invocation.step.get("tool_defs") or {}
+    return dict(defs)
+
+
+def deadline_for(invocation: StepInvocation, services: StepServices, deadline: Deadline | None) -> Deadline:
+    """The caller's deadline, else the step's `timeout`, else 15 minutes (Lambda's most)."""
+    if deadline is not None:
+        return deadline
+    timeout = invocation.step.get("timeout")
+    seconds = float(parse_duration(timeout)) if timeout is not None else DEFAULT_ATTEMPT_SECONDS
+    return Deadline(services.clock.now() + seconds, services.clock)
+
+
+def context_for(invocation: StepInvocation, services: StepServices) -> dict[str, Any]:
+    """The template context of the step, with large-output references resolved."""
+    store = services.output_store
+    step = invocation.step
+    return template_context(
+        invocation.context,
+        after=list(step.get("after") or []),
+        merge=str(step.get("merge") or "by_step"),
+        step_input=step.get("input") or None,
+        resolver=(lambda value: resolve(value, store)) if store is not None else None,
+    )
+
+
+def check_output(output: Any, schema: dict[str, Any] | None) -> None:
+    if schema is None:
+        return
+    validator = jsonschema_rs.validator_for(schema)
+    errors = [
+        f"{'/'.join(map(str, error.instance_path)) or '(top)'}: {error.message}"
+        for error in validator.iter_errors(output)
+    ]
+    if errors:
+        raise InvalidOutput(
+            f"the output does not match the step's output_schema: {'; '.join(errors[:5])}",
+            errors=errors,
+        )
+
+
+def finish(
+    invocation: StepInvocation,
+    services: StepServices,
+    output: Any,
+    *,
+    cost: Decimal = Decimal(0),
+    usage: Usage | None = None,
+) -> StepResult:
+    """The StepResult: output offloaded if large, `loop_output` inside a loop."""
+    output = json.loads(json.dumps(output, default=str))
+    if services.output_store is not None:
+        prefix = f"{invocation.context.run.id}/{invocation.idempotency_key.replace(':', '/')}"
+        output = offload(output, services.output_store, prefix)
+    loop_output = None
+    scope = invocation.context.scope or {}
+    if "iteration" in scope:
+        iteration = scope["iteration"]
+        loop_output = (
+            {**output, "iterations": iteration}
+            if isinstance(output, dict)
+            else {"value": output, "iterations": iteration}
+        )
+    return StepResult(
+        output=output,
+        attempts=invocation.attempt,
+        cost_usd=float(cost),
+        usage=usage,
+        loop_output=loop_output,
+    )

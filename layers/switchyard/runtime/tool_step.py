@@ -1,0 +1,53 @@
+"""A tool step: render its arguments, call its tool through the gateway, return the output."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from switchyard.contract import StepInvocation, StepResult
+from switchyard.model import ToolBody
+from switchyard.runtime.budgets import BudgetGuard
+from switchyard.runtime.clock import Deadline
+from switchyard.runtime.rendering import render
+from switchyard.runtime.services import StepServices
+from switchyard.runtime.step_io import (
+    check_output,
+    context_for,
+    deadline_for,
+    finish,
+    step_fields,
+    tool_definitions,
+)
+from switchyard.runtime.tools import CallScope, ToolGateway, ToolRegistry, ToolRequest
+
+
+def run_tool_step(
+    invocation: StepInvocation,
+    services: StepServices,
+    *,
+    deadline: Deadline | None = None,
+    lambda_context: Any = None,
+) -> StepResult:
+    """Run one attempt of a tool step; raises a `StepError` on failure."""
+    step = ToolBody.model_validate({k: v for k, v in step_fields(invocation).items() if k in ToolBody.model_fields})
+    guard = BudgetGuard(
+        invocation, services.ledger, services.catalog, services.clock, step_budget=step.budget
+    )
+    guard.start_attempt()
+    context = context_for(invocation, services)
+    args = render(step.args, context)
+    gateway = ToolGateway(
+        ToolRegistry(tool_definitions(invocation)), stores=services.tools, env=services.tool_env
+    )
+    scope = CallScope(
+        run=invocation.context.run,
+        step_id=invocation.step_id,
+        idempotency_key=invocation.idempotency_key,
+        inputs=invocation.context.inputs,
+        side_effect=step.side_effect,
+        deadline=deadline_for(invocation, services, deadline),
+        lambda_context=lambda_context,
+    )
+    output = gateway.call(ToolRequest(step.tool, args), scope)
+    check_output(output, step.output_schema)
+    return finish(invocation, services, output)

@@ -1,0 +1,152 @@
+"""What a tool is, and what it gets to work with.
+
+A `Tool` has a name, a description and an input schema (what the model sees), a side effect (how
+the gateway protects it), and `invoke(args, env)`. The `ToolEnvironment` carries the outside world
+a tool may touch: settings, secrets, AWS clients, HTTP and SQL connections; tests hand in moto
+clients and mock transports, production the defaults.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx
+
+from switchyard.model import SideEffect
+from switchyard.runtime.errors import PermanentError
+
+HTTP_ALLOWED_HOSTS_ENV = "SWITCHYARD_HTTP_ALLOWED_HOSTS"
+"""Comma-separated host patterns (`api.example.com`, `*.example.com`); unset: any host."""
+SQL_CONNECTION_ENV_PREFIX = "SWITCHYARD_SQL_"
+"""`SWITCHYARD_SQL_<NAME>`: the conninfo of the named connection `name` of `sql.query`."""
+SECRET_ENV_PREFIX = "SWITCHYARD_SECRET_"
+"""`SWITCHYARD_SECRET_<NAME>`: a secret's value; else Secrets Manager secret `<name>`."""
+EMAIL_FROM_ENV = "SWITCHYARD_EMAIL_FROM"
+EVENT_BUS_ENV = "SWITCHYARD_EVENT_BUS"
+
+
+@dataclass(frozen=True, slots=True)
+class CallInfo:
+    """The call a tool is serving, for what it passes downstream (deduplication ids, timeouts)."""
+
+    run_id: str
+    step_id: str
+    idempotency_key: str
+    timeout: float = 30.0
+    """Seconds the call may take (bounded by the attempt's deadline)."""
+
+
+class Tool(Protocol):
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+    def side_effect(self, args: Mapping[str, Any]) -> SideEffect: ...
+
+    def invoke(self, args: dict[str, Any], env: ToolEnvironment, call: CallInfo) -> Any: ...
+
+
+def _env_name(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name).upper()
+
+
+class SecretResolver:
+    """Secrets by name: `SWITCHYARD_SECRET_<NAME>` first, else Secrets Manager (cached)."""
+
+    def __init__(
+        self, *, values: Mapping[str, str] | None = None, client_factory: Callable[[], Any] | None = None
+    ) -> None:
+        self._values = dict(values or {})
+        self._client_factory = client_factory
+        self._cache: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> str:
+        if name in self._values:
+            return self._values[name]
+        from_env = os.environ.get(SECRET_ENV_PREFIX + _env_name(name))
+        if from_env is not None:
+            return from_env
+        with self._lock:
+            if name not in self._cache:
+                client = self._client_factory() if self._client_factory else _boto("secretsmanager")
+                try:
+                    value = client.get_secret_value(SecretId=name)["SecretString"]
+                except Exception as exc:
+                    raise PermanentError(f"secret {name!r} could not be read: {exc}") from None
+                self._cache[name] = str(value)
+            return self._cache[name]
+
+
+def _boto(service: str) -> Any:
+    import boto3  # type: ignore[import-untyped]
+
+    return boto3.client(service)
+
+
+@dataclass
+class ToolEnvironment:
+    """The outside world of tools; every field has a production default."""
+
+    http_allowed_hosts: tuple[str, ...] | None = None
+    """Host patterns `http.request` and http tools may call; None: from the environment."""
+    sql_connections: dict[str, str] = field(default_factory=dict)
+    """Connection name -> conninfo; names not here come from `SWITCHYARD_SQL_<NAME>`."""
+    secrets: SecretResolver = field(default_factory=SecretResolver)
+    aws_clients: dict[str, Any] = field(default_factory=dict)
+    """Service name -> boto3 client (created on first use when missing)."""
+    http_transport: httpx.BaseTransport | None = None
+    email_from: str | None = None
+    python_functions: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    """`module:function` -> callable, for tools not importable by name (tests, plugins)."""
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def aws(self, service: str) -> Any:
+        with self._lock:
+            if service not in self.aws_clients:
+                self.aws_clients[service] = _boto(service)
+            return self.aws_clients[service]
+
+    def allowed_hosts(self) -> tuple[str, ...] | None:
+        if self.http_allowed_hosts is not None:
+            return self.http_allowed_hosts
+        raw = os.environ.get(HTTP_ALLOWED_HOSTS_ENV)
+        if not raw:
+            return None
+        return tuple(part.strip().lower() for part in raw.split(",") if part.strip())
+
+    def host_allowed(self, host: str) -> bool:
+        patterns = self.allowed_hosts()
+        if patterns is None:
+            return True
+        return any(fnmatch.fnmatchcase(host.lower(), pattern) for pattern in patterns)
+
+    def sql_conninfo(self, name: str) -> str:
+        if name in self.sql_connections:
+            return self.sql_connections[name]
+        value = os.environ.get(SQL_CONNECTION_ENV_PREFIX + _env_name(name))
+        if value:
+            return value
+        raise PermanentError(
+            f"no SQL connection named {name!r}: set {SQL_CONNECTION_ENV_PREFIX}{_env_name(name)}"
+        )
+
+    def http_client(self, timeout: float) -> httpx.Client:
+        return httpx.Client(transport=self.http_transport, timeout=timeout)
+
+    def sender(self) -> str:
+        sender = self.email_from or os.environ.get(EMAIL_FROM_ENV)
+        if not sender:
+            raise PermanentError(f"email.send needs `from` or {EMAIL_FROM_ENV}")
+        return sender
+
+
+def canonical_json(value: Any) -> str:
+    """One spelling per value, for hashes of arguments."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)

@@ -1,0 +1,159 @@
+"""`http.request`, and declared tools of kind `http` (a request templated over `args`).
+
+    429                          rate_limit, with the Retry-After the response carried
+    5xx, connection refused      transient
+    timeout or drop after send   transient, but "outcome unknown" (a non-idempotent call goes
+                                 to a person instead of being retried)
+    other 4xx                    permanent
+
+Writes carry an `Idempotency-Key` header (the step's key), so endpoints that honour it apply a
+retried request once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from switchyard.model import SideEffect
+from switchyard.model.builtin_tools import BUILTIN_TOOLS
+from switchyard.runtime.errors import PermanentError, PolicyViolation, RateLimited, TransientError
+from switchyard.runtime.rendering import render
+from switchyard.runtime.tools.base import CallInfo, ToolEnvironment
+from switchyard.stores.idempotency import OutcomeUnknown
+
+_READS = {"GET", "HEAD", "OPTIONS"}
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    raw = response.headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(float(raw), 0.0)
+    except ValueError:
+        return None
+
+
+def send_request(
+    env: ToolEnvironment,
+    call: CallInfo,
+    *,
+    method: str,
+    url: str,
+    headers: Mapping[str, str] | None = None,
+    params: Mapping[str, Any] | None = None,
+    json_body: Any = None,
+    body: str | None = None,
+    timeout: float | None = None,
+    tool: str = "http.request",
+    check_host: bool = True,
+) -> dict[str, Any]:
+    """Send one request; the output `{status, headers, body}` or a mapped error."""
+    method = method.upper()
+    host = urlsplit(url).hostname or ""
+    if urlsplit(url).scheme not in ("http", "https"):
+        raise PolicyViolation(f"{tool}: only http and https URLs may be called", tool=tool)
+    if check_host and not env.host_allowed(host):
+        raise PolicyViolation(f"{tool}: host {host!r} is not on the allow-list", tool=tool)
+    sent_headers = dict(headers or {})
+    if method not in _READS:
+        sent_headers.setdefault("Idempotency-Key", call.idempotency_key)
+    limit = min(timeout, call.timeout) if timeout is not None else call.timeout
+    try:
+        with env.http_client(limit) as client:
+            response = client.request(
+                method,
+                url,
+                headers=sent_headers,
+                params=dict(params) if params else None,
+                json=json_body,
+                content=body,
+            )
+    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+        raise TransientError(f"{tool}: could not connect to {host}: {exc}") from None
+    except (httpx.TimeoutException, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+        raise OutcomeUnknown(f"{tool}: {method} {url} got no answer: {exc}") from None
+    except httpx.HTTPError as exc:
+        raise TransientError(f"{tool}: {method} {url} failed: {exc}") from None
+    status = response.status_code
+    if status == 429:
+        raise RateLimited(f"{tool}: {host} answered 429", retry_after=_retry_after(response))
+    if status >= 500:
+        raise TransientError(f"{tool}: {host} answered {status}")
+    if status >= 400:
+        raise PermanentError(f"{tool}: {method} {url} answered {status}: {response.text[:500]}")
+    content_type = response.headers.get("content-type", "")
+    parsed: Any = response.text
+    if "json" in content_type and response.content:
+        try:
+            parsed = response.json()
+        except ValueError:
+            parsed = response.text
+    return {"status": status, "headers": dict(response.headers), "body": parsed}
+
+
+class HttpRequestTool:
+    """The built-in `http.request`."""
+
+    name = "http.request"
+
+    def __init__(self) -> None:
+        builtin = BUILTIN_TOOLS[self.name]
+        self.description = builtin.description
+        self.input_schema = builtin.args_schema
+
+    def side_effect(self, args: Mapping[str, Any]) -> SideEffect:
+        return BUILTIN_TOOLS[self.name].default_side_effect(dict(args))
+
+    def invoke(self, args: dict[str, Any], env: ToolEnvironment, call: CallInfo) -> Any:
+        return send_request(
+            env,
+            call,
+            method=str(args.get("method", "GET")),
+            url=str(args["url"]),
+            headers=args.get("headers"),
+            params=args.get("params"),
+            json_body=args.get("json"),
+            body=args.get("body"),
+            timeout=args.get("timeout"),
+        )
+
+
+@dataclass
+class DeclaredHttpTool:
+    """A workflow's `kind: http` tool: `config` (method, url, headers, params, json, body,
+    timeout) rendered over `{args}` for each call; with no body configured, a write sends `args`
+    as its JSON body."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    config: dict[str, Any]
+    declared_side_effect: SideEffect
+
+    def side_effect(self, args: Mapping[str, Any]) -> SideEffect:
+        return self.declared_side_effect
+
+    def invoke(self, args: dict[str, Any], env: ToolEnvironment, call: CallInfo) -> Any:
+        rendered = render(self.config, {"args": args})
+        method = str(rendered.get("method", "GET")).upper()
+        json_body = rendered.get("json")
+        if json_body is None and "body" not in rendered and method not in _READS:
+            json_body = args
+        return send_request(
+            env,
+            call,
+            method=method,
+            url=str(rendered["url"]),
+            headers=rendered.get("headers"),
+            params=rendered.get("params"),
+            json_body=json_body,
+            body=rendered.get("body"),
+            timeout=rendered.get("timeout"),
+            tool=self.name,
+        )
