@@ -49,7 +49,7 @@ class PostgresToolCallLedger:
 
     def register(self, run_id: str, call_id: str, tool: str, args_hash: str) -> CallCounts:
         with self._pool.connection() as conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{run_id}\x00{tool}",))
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{run_id}/{tool}",))
             conn.execute(
                 "INSERT INTO tool_calls (run_id, call_id, tool, args_hash) VALUES (%s, %s, %s, %s)"
                 " ON CONFLICT (run_id, call_id) DO NOTHING",
