@@ -1,0 +1,184 @@
+"""Tool steps: rendering, the gateway, effectively-once side effects, outputs."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from aws_lambda_powertools.utilities.idempotency import BasePersistenceLayer
+from moto import mock_aws
+from psycopg_pool import ConnectionPool
+
+from switchyard.contract import OUTPUT_REF_KEY, StepErrorName
+from switchyard.runtime import StepServices, run_tool_step
+from switchyard.runtime.errors import HumanRequired, InvalidOutput, TemplateRenderError
+from switchyard.runtime.large_outputs import InMemoryOutputStore, resolve
+from switchyard.runtime.tools import GatewayStores, ToolEnvironment
+from switchyard.stores.idempotency import (
+    IdempotentCalls,
+    OutcomeUnknown,
+    PostgresPersistenceLayer,
+    create_idempotency_table,
+    dynamodb_persistence_layer,
+)
+from switchyard.stores.tool_calls import ToolDecision
+from tests.unit.runtime.helpers import invocation, retried
+from tests.unit.stores.backends import serialised_dynamodb_client
+
+SENT: list[dict[str, Any]] = []
+
+
+def send_invoice(customer: str, amount: float) -> dict[str, Any]:
+    SENT.append({"customer": customer, "amount": amount})
+    return {"invoice": f"INV-{len(SENT)}", "customer": customer}
+
+
+class Crash(BaseException):
+    """The process dies: no handler of ours or Powertools' runs."""
+
+
+def send_then_die(customer: str, amount: float) -> dict[str, Any]:
+    send_invoice(customer, amount)
+    raise Crash
+
+
+def lose_answer(customer: str, amount: float) -> dict[str, Any]:
+    send_invoice(customer, amount)
+    raise OutcomeUnknown("the connection dropped after the request was sent")
+
+
+def big(n: int) -> dict[str, Any]:
+    return {"status": "ok", "rows": ["x" * 100 for _ in range(n)]}
+
+
+def tool_defs(function: str, side_effect: str = "idempotent") -> dict[str, Any]:
+    return {
+        "invoice": {
+            "description": "Send an invoice.",
+            "kind": "python",
+            "config": {"function": f"tests.unit.runtime.test_tool_step:{function}"},
+            "side_effect": side_effect,
+        }
+    }
+
+
+def tool_step(function: str = "send_invoice", side_effect: str = "idempotent", **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "tool",
+        "tool": "invoice",
+        "args": {"customer": "{{ inputs.customer }}", "amount": "{{ steps.quote.output.total }}"},
+        "tool_defs": tool_defs(function, side_effect),
+        **extra,
+    }
+
+
+STEPS = {"quote": {"status": "completed", "output": {"total": 42.5}}}
+
+
+@dataclass
+class LambdaContext:
+    remaining_ms: int
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
+
+
+@pytest.fixture(params=["dynamodb", "postgres"])
+def persistence(request: pytest.FixtureRequest) -> Iterator[BasePersistenceLayer]:
+    if request.param == "dynamodb":
+        with mock_aws():
+            client = serialised_dynamodb_client()
+            create_idempotency_table(client, "idempotency")
+            yield dynamodb_persistence_layer("idempotency", client=client)
+    else:
+        pool: ConnectionPool = request.getfixturevalue("pg_pool")
+        yield PostgresPersistenceLayer(pool)
+
+
+@pytest.fixture
+def services(persistence: BasePersistenceLayer) -> StepServices:
+    return StepServices(tools=GatewayStores(idempotency=IdempotentCalls(persistence)), tool_env=ToolEnvironment())
+
+
+def test_args_render_with_native_types_and_the_output_comes_back(services: StepServices) -> None:
+    inv = invocation("bill", tool_step(), inputs={"customer": "acme"}, steps=STEPS)
+    result = run_tool_step(inv, services)
+    assert result.output["customer"] == "acme"
+    assert SENT[-1] == {"customer": "acme", "amount": 42.5}
+    assert result.attempts == 1 and result.cost_usd == 0.0
+
+
+def test_a_handler_that_crashes_after_the_side_effect_and_is_retried_makes_it_once(services: StepServices) -> None:
+    inv = invocation("bill", tool_step(), inputs={"customer": f"c-{uuid.uuid4().hex[:6]}"}, steps=STEPS)
+    before = len(SENT)
+
+    def handler(event: Any) -> Any:
+        result = run_tool_step(event, services, lambda_context=LambdaContext(30_000))
+        raise Crash  # the Lambda dies before it can return the result
+
+    with pytest.raises(Crash):
+        handler(inv)
+    retry = run_tool_step(retried(inv, 1), services, lambda_context=LambdaContext(30_000))
+    assert len(SENT) == before + 1
+    assert retry.output == {"invoice": f"INV-{before + 1}", "customer": inv.context.inputs["customer"]}
+    assert retry.attempts == 2
+
+
+def test_a_non_idempotent_call_that_died_mid_effect_goes_to_a_person(services: StepServices) -> None:
+    inv = invocation("bill", tool_step("send_then_die", "non_idempotent"), inputs={"customer": "x"}, steps=STEPS)
+    before = len(SENT)
+    with pytest.raises(Crash):
+        run_tool_step(inv, services, lambda_context=LambdaContext(1))
+    time.sleep(0.01)  # past the crashed attempt's Lambda deadline
+    with pytest.raises(HumanRequired) as info:
+        run_tool_step(retried(inv, 1), services, lambda_context=LambdaContext(30_000))
+    assert info.value.request.kind == "unknown_outcome"
+    assert len(SENT) == before + 1  # not sent a second time
+
+    # The person checked: the invoice did go out. The step completes with what they saw.
+    services.tools.decisions.record(
+        inv.context.run.id, info.value.request.call_id or "", ToolDecision("approved", output={"invoice": "INV-seen"})
+    )
+    assert run_tool_step(retried(inv, 2), services).output == {"invoice": "INV-seen"}
+    assert len(SENT) == before + 1
+
+
+def test_an_unknown_outcome_of_a_non_idempotent_call_is_not_retried(services: StepServices) -> None:
+    inv = invocation("bill", tool_step("lose_answer", "non_idempotent"), inputs={"customer": "y"}, steps=STEPS)
+    with pytest.raises(HumanRequired) as info:
+        run_tool_step(inv, services)
+    assert info.value.name is StepErrorName.HUMAN_REQUIRED
+    cause = info.value.cause()
+    assert cause["kind"] == "unknown_outcome" and cause["tool"] == "invoice"
+
+
+def test_undefined_template_names_fail_with_template() -> None:
+    inv = invocation("bill", tool_step(), inputs={}, steps=STEPS)
+    with pytest.raises(TemplateRenderError):
+        run_tool_step(inv, StepServices())
+
+
+def test_output_schema_is_enforced() -> None:
+    step = tool_step(output_schema={"type": "object", "required": ["receipt"]})
+    with pytest.raises(InvalidOutput, match="receipt"):
+        run_tool_step(invocation("bill", step, inputs={"customer": "z"}, steps=STEPS), StepServices())
+
+
+def test_large_outputs_leave_by_reference_and_loop_outputs_count_iterations() -> None:
+    store = InMemoryOutputStore()
+    step = {
+        "type": "tool",
+        "tool": "big",
+        "args": {"n": "{{ iteration * 200 }}"},
+        "tool_defs": {"big": {"description": "Big.", "kind": "python", "config": {"function": "tests.unit.runtime.test_tool_step:big"}, "side_effect": "none"}},
+    }
+    inv = invocation("fetch", step, scope={"iteration": 2, "previous": None})
+    result = run_tool_step(inv, StepServices(output_store=store))
+    assert result.output["status"] == "ok"
+    assert OUTPUT_REF_KEY in result.output["rows"]
+    assert len(resolve(result.output, store)["rows"]) == 400
+    assert result.loop_output["iterations"] == 2
