@@ -29,6 +29,7 @@ class Code(StrEnum):
     BAD_INPUT = "bad_input"
     HISTORY_LIMIT = "history_limit"
     SYNC_EDGE = "sync_edge"
+    DEFINITION_SIZE = "definition_size"
 
 
 class Severity(StrEnum):

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from switchyard import __version__
-from switchyard.cli import schema_cmd, validate_cmd
+from switchyard.cli import compile_cmd, schema_cmd, validate_cmd
 from switchyard.cli.exit_codes import ExitCode
 
 
@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"switchyard {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
-    for module in (validate_cmd, schema_cmd):
+    for module in (validate_cmd, compile_cmd, schema_cmd):
         module.add_parser(commands)
     return parser
 

@@ -27,6 +27,7 @@ from switchyard.contract.payloads import (
     StepResult,
     Usage,
     WorkflowInfo,
+    loop_output,
 )
 from switchyard.contract.resources import (
     DEAD_LETTER_QUEUE_URL,
@@ -71,6 +72,7 @@ __all__ = [
     "error_names_for",
     "error_type_of",
     "function_placeholder",
+    "loop_output",
     "placeholders_in",
     "state_machine_placeholder",
 ]

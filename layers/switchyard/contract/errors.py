@@ -70,3 +70,19 @@ def error_type_of(name: str) -> str:
     if name in (StepErrorName.HUMAN_REQUIRED, StepErrorName.INVALID_INPUT):
         return name
     return str(ErrorType.PERMANENT)
+
+
+_LAMBDA_ERROR_CLASSES: dict[str, type[Exception]] = {}
+
+
+def lambda_error(name: str, message: str) -> Exception:
+    """An exception that AWS Lambda reports with `errorType` `name`.
+
+    Lambda's Python runtime names a failed invocation's error after the exception's class, and
+    Step Functions matches `Retry`/`Catch` rules on that name; so the class is named `name`.
+    """
+    cls = _LAMBDA_ERROR_CLASSES.get(name)
+    if cls is None:
+        cls = type(name, (Exception,), {"__module__": "switchyard"})
+        _LAMBDA_ERROR_CLASSES[name] = cls
+    return cls(message)

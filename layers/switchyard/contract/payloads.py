@@ -189,3 +189,11 @@ class DeadLetter(Wire):
     step_id: str
     error: dict[str, Any]
     inputs: dict[str, Any]
+
+
+def loop_output(output: Any, iterations: int) -> Any:
+    """A loop's output: the last iteration's object with `iterations` added; any other value is
+    wrapped as {value, iterations}."""
+    if isinstance(output, dict):
+        return {**output, "iterations": iterations}
+    return {"value": output, "iterations": iterations}

@@ -133,6 +133,14 @@ class ReferenceChecker:
                 side = left if isinstance(left, Path) else right
                 value = right if isinstance(right, Literal) else left
                 assert isinstance(side, Path) and isinstance(value, Literal)
+                if value.value is None and node.op == "!=":
+                    self._checks.report(
+                        Code.BAD_CONDITION,
+                        path,
+                        f"'{text}' is never true (a comparison of different types is false); "
+                        f"write '{side.text} is not null'",
+                    )
+                    continue
                 self._literal_fits(side, [value], path, scope, ordered=node.op not in ("==", "!="))
             elif isinstance(node, In):
                 self._literal_fits(node.path, list(node.values), path, scope, ordered=False)

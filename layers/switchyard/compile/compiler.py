@@ -1,0 +1,322 @@
+"""Compile a workflow into an Amazon States Language definition (JSONPath mode).
+
+The machine: `start` (run_start validates the input and builds the state) → the steps, nested in
+Parallel blocks by the DAG's series-parallel shape → `outputs`. docs/compiler.md shows the states
+each kind of step becomes; docs/contract.md the JSON they pass around.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from switchyard.compile.fragments import Block, Exit, Fragment, Names, State, chain, close
+from switchyard.compile.history import LIMIT, WARN_AT, worst_case_events
+from switchyard.compile.shape import Leaf, Node, Par, Seq, decompose, limit_width
+from switchyard.compile.steps.failure import Fallback
+from switchyard.compile.steps.gate import human_gate
+from switchyard.compile.steps.gating import guarded
+from switchyard.compile.steps.loop_step import loop_step
+from switchyard.compile.steps.map_step import map_step
+from switchyard.compile.steps.router import rule_or_score_router
+from switchyard.compile.steps.sub_workflow import sub_workflow
+from switchyard.compile.steps.task import lambda_step
+from switchyard.compile.steps.unit import LAMBDA_INVOKE, LAMBDA_SERVICE_RETRY, Unit, function
+from switchyard.compile.template_paths import parameters_for, render_task
+from switchyard.contract import FunctionName
+from switchyard.diagnostics import Code, Diagnostic, Severity
+from switchyard.model import (
+    AgentStep,
+    HumanGateStep,
+    LlmRouter,
+    LoopStep,
+    MapStep,
+    RuleRouter,
+    ScoreRouter,
+    SubWorkflowStep,
+    ToolStep,
+    Workflow,
+)
+from switchyard.source import LoadedDocument, format_path
+
+MAX_DEFINITION_BYTES = 1024 * 1024
+"""Step Functions' limit on a definition (minified, as CDK deploys it)."""
+MAX_BRANCHES_PER_MERGE = 10
+"""Step Functions nests at most 10 intrinsic functions in a field; N branches take N-1 merges."""
+
+
+@dataclass
+class CompileResult:
+    workflow: Workflow
+    definition: dict[str, Any]
+    notes: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """The definition as written to `statemachines/<name>.asl.json`: stable, byte for byte."""
+        return json.dumps(self.definition, indent=2, ensure_ascii=False) + "\n"
+
+
+def compile_workflow(
+    workflow: Workflow, *, document: LoadedDocument | None = None
+) -> CompileResult:
+    """Compile a validated workflow; `document` (optional) locates the notes in its file."""
+    return _Compiler(workflow, document).run()
+
+
+class _Compiler:
+    def __init__(self, workflow: Workflow, document: LoadedDocument | None) -> None:
+        self.workflow = workflow
+        self.document = document
+        self.names = Names()
+        self.notes: list[Diagnostic] = []
+        self.fallback_only = workflow.fallback_steps()
+        self.primary_of = {s.fallback: sid for sid, s in workflow.steps.items() if s.fallback}
+
+    def run(self) -> CompileResult:
+        top = Block(self.names)
+        tree = self._shape()
+        start = self._start(top)
+        body = self._emit(tree, top) if tree is not None else None
+        outputs = self._outputs(top)
+        machine = chain(start, body, outputs)
+        assert machine is not None
+        close(machine, top)
+        definition: dict[str, Any] = {
+            "Comment": self._comment(),
+            "QueryLanguage": "JSONPath",
+            "StartAt": machine.start,
+            "States": top.states,
+        }
+        budget = self.workflow.budget
+        if budget is not None and budget.max_duration:
+            definition["TimeoutSeconds"] = budget.max_duration
+        self._history_note()
+        self._size_note(definition)
+        return CompileResult(self.workflow, definition, self.notes)
+
+    def _comment(self) -> str:
+        head = f"switchyard workflow {self.workflow.name} version {self.workflow.version}"
+        if self.workflow.description:
+            return f"{head}: {self.workflow.description.strip()}"
+        return head
+
+    # --- shape -----------------------------------------------------------------------------
+
+    def _shape(self) -> Node | None:
+        order = [s for s in self.workflow.steps if s not in self.fallback_only]
+        after = {s: list(self.workflow.steps[s].after) for s in order}
+        tree, added = decompose(after, order)
+        for edge in added:
+            self._note(
+                Code.SYNC_EDGE,
+                ("steps", edge.step, "after"),
+                f"the DAG is not series-parallel, so {edge.describe()} (an added synchronisation "
+                "edge; Step Functions nests Parallel states)",
+            )
+        if tree is None:
+            return None
+        limited, batches = limit_width(tree, self.workflow.max_parallel, self._width)
+        if len(batches) > 1:
+            listed = "; ".join(", ".join(batch) for batch in batches)
+            self._note(
+                Code.SYNC_EDGE,
+                ("max_parallel",),
+                f"at most {self.workflow.max_parallel} steps run at once, so parallel steps run in "
+                f"batches: {listed}",
+            )
+        return limited
+
+    def _width(self, step_id: str) -> int:
+        step = self.workflow.steps[step_id]
+        if isinstance(step, MapStep):
+            return min(step.max_concurrency, self.workflow.max_parallel)
+        return 1
+
+    # --- emission --------------------------------------------------------------------------
+
+    def _emit(self, node: Node, block: Block) -> Fragment:
+        if isinstance(node, Leaf):
+            return self._step(node.step, block)
+        if isinstance(node, Seq):
+            joined = chain(*(self._emit(item, block) for item in node.items))
+            assert joined is not None
+            return joined
+        return self._parallel(node, block)
+
+    def _parallel(self, node: Par, block: Block) -> Fragment:
+        items = list(node.items)
+        while len(items) > MAX_BRANCHES_PER_MERGE:  # group branches so each merge fits
+            items = [
+                Par(tuple(items[i : i + MAX_BRANCHES_PER_MERGE]))
+                if len(items[i : i + MAX_BRANCHES_PER_MERGE]) > 1
+                else items[i]
+                for i in range(0, len(items), MAX_BRANCHES_PER_MERGE)
+            ]
+        branches: list[dict[str, Any]] = []
+        firsts: list[str] = []
+        for item in items:
+            branch = block.child()
+            fragment = self._emit(item, branch)
+            close(fragment, branch, output_path="$.steps")
+            branches.append(branch.as_definition(fragment.start))
+            firsts.append(_first_step(item))
+        label = ", ".join(firsts)
+        parallel: State = {
+            "Type": "Parallel",
+            "Comment": f"runs side by side: {label}",
+            "Branches": branches,
+            "ResultPath": "$.branches",
+        }
+        merged = "$.branches[0]"
+        for index in range(1, len(items)):
+            merged = f"States.JsonMerge({merged}, $.branches[{index}], false)"
+        merge: State = {
+            "Type": "Pass",
+            "Comment": "merges the step records of the branches back into one state",
+            "Parameters": {"inputs.$": "$.inputs", "run.$": "$.run", "steps.$": merged},
+        }
+        parallel_name = block.add(f"parallel: {label}", parallel)
+        parallel["Next"] = block.add(f"merge: {label}", merge)
+        return Fragment(parallel_name, [Exit(merge)])
+
+    def _step(self, step_id: str, block: Block, extra: set[str] | None = None) -> Fragment:
+        workflow = self.workflow
+        step = workflow.steps[step_id]
+        unit = Unit(workflow, step_id, block)
+        if extra:
+            unit.extra_steps = extra
+        on_error = step.on_error or workflow.on_error
+        fallback = None
+        if step.fallback is not None:
+            fb_id = step.fallback
+            fallback = Fallback(fb_id, lambda: self._step(fb_id, block, extra={step_id}))
+        if isinstance(step, AgentStep | ToolStep | LlmRouter):
+            body = lambda_step(unit, step, on_error=on_error, fallback=fallback)
+        elif isinstance(step, RuleRouter | ScoreRouter):
+            body = rule_or_score_router(unit, step)
+        elif isinstance(step, HumanGateStep):
+            body = human_gate(unit, step, on_error=on_error, fallback=fallback)
+        elif isinstance(step, SubWorkflowStep):
+            body = sub_workflow(unit, step, on_error=on_error, fallback=fallback)
+        elif isinstance(step, MapStep):
+            body = map_step(
+                unit, step, on_error=on_error, fallback=fallback, max_parallel=workflow.max_parallel
+            )
+        else:
+            assert isinstance(step, LoopStep)
+            body = loop_step(unit, step, on_error=on_error, fallback=fallback)
+        return guarded(unit, body)
+
+    # --- start and outputs -----------------------------------------------------------------
+
+    def _start(self, block: Block) -> Fragment:
+        workflow = self.workflow
+        unit = Unit(workflow, "start", block)
+        state: State = {
+            "Type": "Task",
+            "Comment": "checks the run's input against the workflow's inputs and fills defaults",
+            "Resource": LAMBDA_INVOKE,
+            "Parameters": {
+                "FunctionName": function(FunctionName.RUN_START),
+                "Payload": {
+                    "workflow": unit.workflow_info(),
+                    "inputs_schema": workflow.inputs,
+                    "input.$": "$",
+                    "execution_id.$": "$$.Execution.Id",
+                    "execution_name.$": "$$.Execution.Name",
+                    "start_time.$": "$$.Execution.StartTime",
+                },
+            },
+            "ResultSelector": {
+                "inputs.$": "$.Payload.inputs",
+                "run.$": "$.Payload.run",
+                "steps": {},
+            },
+            "ResultPath": "$",
+            "Retry": [LAMBDA_SERVICE_RETRY],
+        }
+        return block.single("start", state)
+
+    def _outputs(self, block: Block) -> Fragment:
+        workflow = self.workflow
+        if workflow.outputs is None:
+            dependents = workflow.dependents()
+            sinks = [s for s in workflow.steps if not dependents[s] and s not in self.fallback_only]
+            state: State = {
+                "Type": "Pass",
+                "Comment": "the run's output: the outputs of the steps nothing depends on",
+                "Parameters": {f"{s}.$": f"$.steps.{s}.output" for s in sinks},
+            }
+            return block.single("outputs", state)
+        pure, parameters = parameters_for(workflow.outputs, workflow)
+        if pure:
+            return block.single(
+                "outputs",
+                {"Type": "Pass", "Comment": "the run's output", "Parameters": parameters},
+            )
+        unit = Unit(workflow, "outputs", block)
+        from switchyard.compile.context import (
+            context_parameters,
+            referenced_steps,
+            template_strings,
+        )
+
+        steps = referenced_steps(template_strings(workflow.outputs))
+        render = render_task(
+            workflow.outputs,
+            context_parameters(steps, scope=False),
+            step_id=None,
+            result_path="$.rendered",
+        )
+        render["Comment"] = "renders the run's output from the workflow's outputs templates"
+        render["OutputPath"] = "$.rendered.value"
+        del unit
+        return block.single("outputs", render)
+
+    # --- notes -----------------------------------------------------------------------------
+
+    def _history_note(self) -> None:
+        events, assumptions = worst_case_events(self.workflow)
+        if events <= WARN_AT:
+            return
+        assumed = f" ({'; '.join(assumptions)})" if assumptions else ""
+        self._note(
+            Code.HISTORY_LIMIT,
+            ("steps",),
+            f"a run could write up to {events:,} history events{assumed}; Step Functions stops an "
+            f"execution at {LIMIT:,}. Lower max_iterations or map sizes, or move work into a "
+            "sub-workflow (its events count separately)",
+            severity=Severity.WARNING,
+        )
+
+    def _size_note(self, definition: dict[str, Any]) -> None:
+        size = len(json.dumps(definition, separators=(",", ":")).encode())
+        if size <= MAX_DEFINITION_BYTES:
+            return
+        self._note(
+            Code.DEFINITION_SIZE,
+            ("steps",),
+            f"the compiled state machine is {size // 1024:,} KiB; Step Functions accepts at most "
+            f"{MAX_DEFINITION_BYTES // 1024:,} KiB. Move groups of steps into sub-workflows",
+            severity=Severity.WARNING,
+        )
+
+    def _note(
+        self,
+        code: Code,
+        path: tuple[str | int, ...],
+        message: str,
+        *,
+        severity: Severity = Severity.NOTE,
+    ) -> None:
+        line = self.document.line_of(path) if self.document else 0
+        file = self.document.file if self.document else "<workflow>"
+        self.notes.append(Diagnostic(code, format_path(path), message, line, file, severity))
+
+
+def _first_step(node: Node) -> str:
+    while not isinstance(node, Leaf):
+        node = node.items[0]
+    return node.step

@@ -1,0 +1,130 @@
+"""Building blocks for emitting states: a block of named states and fragments that chain.
+
+A fragment is a piece of the machine with one entry state and the exits where control leaves it
+(a state's `Next`, or a branch of a Choice). Fragments chain by wiring every exit of one to the
+entry of the next; at the end of a Parallel branch the exits become `End`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+State = dict[str, Any]
+MAX_STATE_NAME = 80
+
+
+class Names:
+    """State names, unique across the whole machine (as Step Functions requires)."""
+
+    def __init__(self) -> None:
+        self._used: set[str] = set()
+
+    def claim(self, hint: str) -> str:
+        name = _fit(hint)
+        counter = 2
+        while name in self._used:
+            name = _fit(f"{hint} ({counter})")
+            counter += 1
+        self._used.add(name)
+        return name
+
+
+def _fit(name: str) -> str:
+    if len(name) <= MAX_STATE_NAME:
+        return name
+    digest = hashlib.sha1(name.encode()).hexdigest()[:6]
+    return f"{name[: MAX_STATE_NAME - 8]}..{digest}"
+
+
+@dataclass
+class Exit:
+    """Where control leaves a fragment."""
+
+    state: State
+    rule: State | None = None
+    """A Choice rule whose `Next` this exit sets."""
+    default: bool = False
+    """The `Default` of a Choice state."""
+
+    def wire(self, target: str) -> None:
+        if self.rule is not None:
+            self.rule["Next"] = target
+        elif self.default:
+            self.state["Default"] = target
+        else:
+            self.state.pop("End", None)
+            self.state["Next"] = target
+
+    @property
+    def can_end(self) -> bool:
+        """Only non-Choice states may end a branch."""
+        return self.rule is None and not self.default
+
+
+@dataclass
+class Fragment:
+    start: str
+    exits: list[Exit] = field(default_factory=list)
+
+
+@dataclass
+class Block:
+    """One `States` map: the machine's top level, a Parallel branch or a Map item processor."""
+
+    names: Names
+    states: dict[str, State] = field(default_factory=dict)
+
+    def add(self, hint: str, state: State) -> str:
+        name = self.names.claim(hint)
+        self.states[name] = state
+        return name
+
+    def child(self) -> Block:
+        return Block(self.names)
+
+    def shared(self, hint: str, state: State) -> str:
+        """One state of this block that many fragments go to (e.g. the run's Fail)."""
+        for name, existing in self.states.items():
+            if existing == state and name.startswith(hint):
+                return name
+        return self.add(hint, state)
+
+    def single(self, hint: str, state: State) -> Fragment:
+        """A one-state fragment whose exit is the state's own Next."""
+        name = self.add(hint, state)
+        return Fragment(name, [Exit(state)])
+
+    def as_definition(self, start: str) -> dict[str, Any]:
+        return {"StartAt": start, "States": self.states}
+
+
+def chain(*fragments: Fragment | None) -> Fragment | None:
+    """Fragments one after another."""
+    present = [f for f in fragments if f is not None]
+    if not present:
+        return None
+    for current, following in itertools.pairwise(present):
+        for exit_ in current.exits:
+            exit_.wire(following.start)
+    return Fragment(present[0].start, present[-1].exits)
+
+
+def close(fragment: Fragment, block: Block, *, output_path: str | None = None) -> None:
+    """End every exit of `fragment`: the end of a branch, an item processor or the machine."""
+    terminal: str | None = None
+    for exit_ in fragment.exits:
+        if exit_.can_end:
+            exit_.state.pop("Next", None)
+            exit_.state["End"] = True
+            if output_path is not None:
+                exit_.state["OutputPath"] = output_path
+            continue
+        if terminal is None:  # a Choice cannot end a branch: send it to a last Pass
+            ending: State = {"Type": "Pass", "End": True}
+            if output_path is not None:
+                ending["OutputPath"] = output_path
+            terminal = block.add("end", ending)
+        exit_.wire(terminal)

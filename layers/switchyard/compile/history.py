@@ -1,0 +1,87 @@
+"""Worst-case history events of one run, against Step Functions' limit of 25,000 per execution.
+
+Counted the way Step Functions writes them: a Lambda Task that succeeds writes 5 events
+(entered, scheduled, started, succeeded, exited) and each failed attempt 3 more; a Pass or Choice
+writes 2; a map writes 2 per item around its item's events; a loop repeats its iteration's events.
+"""
+
+from __future__ import annotations
+
+from switchyard.model import (
+    AgentBody,
+    HumanGateStep,
+    LlmRouter,
+    LoopStep,
+    MapStep,
+    RetryPolicy,
+    RuleRouter,
+    ScoreRouter,
+    Step,
+    SubWorkflowBody,
+    ToolBody,
+    Workflow,
+)
+
+LIMIT = 25_000
+WARN_AT = 20_000
+ASSUMED_MAP_ITEMS = 40
+"""Items assumed for a map whose list has no `maxItems` in the workflow's inputs."""
+
+_TASK = 5
+_FAILED_ATTEMPT = 3
+_PASS = 2
+_FAILURE_PATH = _PASS + _TASK + _PASS  # record, dead letter, fallback decision or fail
+
+
+def worst_case_events(workflow: Workflow) -> tuple[int, list[str]]:
+    """The most events a run can write, and the assumptions the estimate made."""
+    assumptions: list[str] = []
+    total = 4  # execution started/succeeded, run_start Task, outputs
+    total += _TASK
+    for step_id, step in workflow.steps.items():
+        total += _PASS * 2  # the check and (at most) a skip
+        total += _step_events(step, workflow, step_id, assumptions)
+        total += _FAILURE_PATH
+    total += 6 * len(workflow.steps)  # Parallel blocks and merges, at most one per step
+    return total, assumptions
+
+
+def _attempts(policy: RetryPolicy | None, workflow: Workflow) -> int:
+    policy = policy or workflow.defaults.retry or RetryPolicy()
+    return policy.max_attempts
+
+
+def _body_events(body: AgentBody | ToolBody | SubWorkflowBody | Step, workflow: Workflow) -> int:
+    attempts = _attempts(getattr(body, "retry", None), workflow)
+    return _TASK + 1 + (attempts - 1) * (_FAILED_ATTEMPT + 2)
+
+
+def _step_events(step: Step, workflow: Workflow, step_id: str, assumptions: list[str]) -> int:
+    if isinstance(step, HumanGateStep):
+        return (_TASK + 1) * (1 + len(step.escalation)) + _PASS
+    if isinstance(step, RuleRouter | ScoreRouter):
+        return _PASS * 2
+    if isinstance(step, LlmRouter | AgentBody | ToolBody | SubWorkflowBody):
+        return _body_events(step, workflow)
+    if isinstance(step, MapStep):
+        items = _map_items(step, workflow)
+        if items is None:
+            items = ASSUMED_MAP_ITEMS
+            assumptions.append(
+                f"map '{step_id}' has no maxItems on its list; assumed {ASSUMED_MAP_ITEMS} items"
+            )
+        return 6 + items * (2 + _body_events(step.step, workflow))
+    if isinstance(step, LoopStep):
+        return _PASS + step.max_iterations * (_body_events(step.step, workflow) + 2 * _PASS)
+    return _TASK  # pragma: no cover - every step type is handled above
+
+
+def _map_items(step: MapStep, workflow: Workflow) -> int | None:
+    text = step.items.strip()
+    if text.startswith("{{") and text.endswith("}}"):
+        expression = text[2:-2].strip()
+        if expression.startswith("inputs.") and "." not in expression[len("inputs.") :]:
+            schema = workflow.inputs.get(expression[len("inputs.") :], {})
+            value = schema.get("maxItems")
+            return value if isinstance(value, int) else None
+    return None

@@ -1,0 +1,1 @@
+"""One module per kind of step: how each becomes states."""

@@ -1,0 +1,203 @@
+"""What happens when a step fails for good: record it, send its input to the dead-letter queue,
+then its fallback, or `on_error` (fail the run, continue, or pause for an operator)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from switchyard.compile.fragments import Exit, Fragment, State, chain
+from switchyard.compile.steps.gating import alive
+from switchyard.compile.steps.unit import LAMBDA_CALLBACK, SQS_SEND, Unit, function
+from switchyard.contract import DEAD_LETTER_QUEUE_URL, FunctionName, GateKind
+from switchyard.contract.errors import StepErrorName
+from switchyard.model import OnError
+
+ERROR_PATH = "$.error"
+"""Where `Catch` puts `{Error, Cause}`; a scratch key, dropped when Parallel branches merge."""
+
+
+RUN_FAILS: State = {
+    "Type": "Fail",
+    "Comment": "a step failed for good and its on_error is fail: the run fails with its error",
+    "ErrorPath": f"{ERROR_PATH}.Error",
+    "CausePath": f"{ERROR_PATH}.Cause",
+}
+
+
+def catch(names: list[str], target: str) -> dict[str, Any]:
+    return {"ErrorEquals": names, "ResultPath": ERROR_PATH, "Next": target}
+
+
+def record_failure(unit: Unit) -> State:
+    # Always the DAG step's own record, also when the failing Task is a loop's iteration.
+    return {
+        "Type": "Pass",
+        "Comment": f"'{unit.step_id}' failed for good",
+        "Parameters": {
+            "status": "failed",
+            "output": None,
+            "error": {"type.$": f"{ERROR_PATH}.Error", "message.$": f"{ERROR_PATH}.Cause"},
+        },
+        "ResultPath": unit.step_record,
+    }
+
+
+def dead_letter(unit: Unit) -> State:
+    return {
+        "Type": "Task",
+        "Comment": f"the failed input of '{unit.step_id}' goes to the dead-letter queue",
+        "Resource": SQS_SEND,
+        "Parameters": {
+            "QueueUrl": DEAD_LETTER_QUEUE_URL,
+            "MessageBody": {
+                "workflow": unit.workflow.name,
+                "version": unit.workflow.version,
+                "run.$": "$.run",
+                "step_id": unit.step_id,
+                "error.$": f"{unit.step_record}.error",
+                "inputs.$": "$.inputs",
+            },
+        },
+        "ResultPath": None,
+        "Retry": [{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 1, "MaxAttempts": 2}],
+    }
+
+
+def gate_task(unit: Unit, kind: GateKind, resume: str, *, comment: str) -> State:
+    """A task token that waits for an operator; on success the step runs again from `resume`."""
+    return {
+        "Type": "Task",
+        "Comment": comment,
+        "Resource": LAMBDA_CALLBACK,
+        "Parameters": {
+            "FunctionName": function(FunctionName.APPROVAL_NOTIFY),
+            "Payload": {
+                "kind": kind.value,
+                "step_id": unit.step_id,
+                "workflow": unit.workflow_info(budget=False),
+                "context": {"run.$": "$.run", **({"scope.$": "$.scope"} if unit.scope else {})},
+                "error.$": ERROR_PATH,
+                "task_token.$": "$$.Task.Token",
+            },
+        },
+        "ResultPath": None,
+        "Next": resume,
+    }
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """The step that stands in when a step fails for good, compiled on demand in place."""
+
+    step_id: str
+    compile: Callable[[], Fragment]
+
+
+def failure_path(
+    unit: Unit, *, resume: str, on_error: OnError, fallback: Fallback | None = None
+) -> Fragment:
+    """Everything after a step's last failed attempt; its exits continue the workflow."""
+    block = unit.block
+    failed_state = record_failure(unit)
+    failed = block.add(unit.name("failed"), failed_state)
+    letter_state = dead_letter(unit)
+    letter = block.add(unit.name("dead letter"), letter_state)
+    failed_state["Next"] = letter
+    letter_state["Catch"] = [{"ErrorEquals": ["States.ALL"], "ResultPath": None, "Next": ""}]
+    head = Fragment(failed, [Exit(letter_state), Exit(letter_state, rule=letter_state["Catch"][0])])
+    if fallback is not None:
+        return _with_fallback(unit, head, fallback.compile(), fallback.step_id)
+    if on_error is OnError.CONTINUE:
+        return head
+    if on_error is OnError.PAUSE:
+        paused = block.add(
+            unit.name("paused"),
+            gate_task(
+                unit,
+                GateKind.PAUSE,
+                resume,
+                comment=f"the run is paused at '{unit.step_id}': resume runs it again, cancel "
+                "ends the run",
+            ),
+        )
+        for exit_ in head.exits:
+            exit_.wire(paused)
+        return Fragment(failed, [])
+    stop = block.shared("fail", RUN_FAILS)
+    for exit_ in head.exits:
+        exit_.wire(stop)
+    return Fragment(failed, [])
+
+
+def _with_fallback(unit: Unit, head: Fragment, fallback: Fragment, fallback_id: str) -> Fragment:
+    block = unit.block
+    rescued: State = {
+        "Type": "Pass",
+        "Comment": f"the output of '{fallback_id}' stands in for '{unit.step_id}'",
+        "Parameters": {
+            "status": "failed",
+            "error.$": f"{unit.step_record}.error",
+            "output.$": f"$.steps.{fallback_id}.output",
+            "fallback": fallback_id,
+        },
+        "ResultPath": unit.step_record,
+    }
+    rescued_name = block.add(unit.name("rescued"), rescued)
+    stand_in = Unit(unit.workflow, fallback_id, block)
+    decide: State = {
+        "Type": "Choice",
+        "Choices": [{**alive(stand_in, fallback_id), "Next": rescued_name}],
+    }
+    decide_name = block.add(unit.name("fallback done"), decide)
+    after_fallback = Fragment(decide_name, [Exit(rescued), Exit(decide, default=True)])
+    joined = chain(head, fallback, after_fallback)
+    assert joined is not None
+    return joined
+
+
+def budget_and_human_catches(
+    unit: Unit, resume: str, *, can_need_human: bool
+) -> list[dict[str, Any]]:
+    """Catch rules that park the run for a person: a refused budget, and (when the step can
+    raise it) a step needing a human."""
+    block = unit.block
+    catches: list[dict[str, Any]] = []
+    budget = unit.workflow.budget
+    if budget is None or budget.on_exceeded == "pause":
+        waiting = block.add(
+            unit.name("over budget"),
+            gate_task(
+                unit,
+                GateKind.BUDGET,
+                resume,
+                comment=f"'{unit.step_id}' did not fit the budget: the run is paused until an "
+                "operator raises the budget and resumes, or cancels",
+            ),
+        )
+        catches.append(catch([StepErrorName.BUDGET.value], waiting))
+    else:
+        stop = block.add(
+            unit.name("budget exceeded"),
+            {
+                "Type": "Fail",
+                "Error": StepErrorName.BUDGET.value,
+                "CausePath": f"{ERROR_PATH}.Cause",
+            },
+        )
+        catches.append(catch([StepErrorName.BUDGET.value], stop))
+    if not can_need_human:
+        return catches
+    human = block.add(
+        unit.name("needs a human"),
+        gate_task(
+            unit,
+            GateKind.HUMAN,
+            resume,
+            comment=f"'{unit.step_id}' needs a person (a tool call to approve, a loop to judge, an "
+            "unknown outcome); it runs again with the decision",
+        ),
+    )
+    catches.append(catch([StepErrorName.HUMAN_REQUIRED.value], human))
+    return catches

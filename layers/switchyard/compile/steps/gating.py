@@ -1,0 +1,64 @@
+"""Whether a step runs: its dependencies are alive and its `when` holds; otherwise it is skipped.
+
+A dependency is alive when it completed, or failed but a fallback stood in for it. A router is
+alive for the one target it chose. A step whose dependencies are all dead, or whose `when` is
+false, is recorded as `skipped`, and a dead branch stays dead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from switchyard.compile.choice import choice_rule, negate
+from switchyard.compile.fragments import Exit, Fragment, State
+from switchyard.compile.steps.unit import Unit
+from switchyard.conditions import parse_condition
+from switchyard.model import LlmRouter, RuleRouter, ScoreRouter
+
+Rule = dict[str, Any]
+
+
+def alive(unit: Unit, dep: str) -> Rule:
+    """True when `dep` lets `unit`'s step run."""
+    record = f"$.steps.{dep}"
+    completed = {"Variable": f"{record}.status", "StringEquals": "completed"}
+    if isinstance(unit.workflow.steps.get(dep), RuleRouter | ScoreRouter | LlmRouter):
+        chosen = {"Variable": f"{record}.output.route", "StringEquals": unit.step_id}
+        return {"And": [completed, chosen]}
+    rescued = {"Variable": f"{record}.fallback", "IsPresent": True}
+    return {"Or": [completed, rescued]}
+
+
+def skip_rule(unit: Unit) -> Rule | None:
+    """A Choice rule that is true when the step must be skipped, or None when it always runs."""
+    step = unit.step
+    reasons: list[Rule] = []
+    if step.after:
+        deps = [alive(unit, dep) for dep in step.after]
+        reasons.append(negate(deps[0] if len(deps) == 1 else {"Or": deps}))
+    if step.when is not None:
+        reasons.append(negate(choice_rule(parse_condition(step.when))))
+    if not reasons:
+        return None
+    return reasons[0] if len(reasons) == 1 else {"Or": reasons}
+
+
+def guarded(unit: Unit, body: Fragment) -> Fragment:
+    """`body`, preceded by a check that skips the step when it must not run."""
+    rule = skip_rule(unit)
+    if rule is None:
+        return body
+    skip: State = {
+        "Type": "Pass",
+        "Comment": f"'{unit.step_id}' is skipped: no dependency completed, or its when is false",
+        "Result": {"status": "skipped", "output": None},
+        "ResultPath": unit.record_path,
+    }
+    skip_name = unit.block.add(unit.name("skip"), skip)
+    check: State = {
+        "Type": "Choice",
+        "Choices": [{**rule, "Next": skip_name}],
+        "Default": body.start,
+    }
+    check_name = unit.block.add(unit.name("check"), check)
+    return Fragment(check_name, [Exit(skip), *body.exits])

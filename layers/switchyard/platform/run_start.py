@@ -1,0 +1,84 @@
+"""run_start: the first state of every machine. It checks the execution's input against the
+workflow's `inputs`, fills defaults, and builds the run's identity.
+
+An input without a `default` is required; unknown inputs are refused (a typo in an input name
+must not be silently dropped). Every problem is reported at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema_rs
+
+from switchyard.contract import RunContext, RunStartRequest, RunStartResult, StepErrorName
+from switchyard.contract.errors import lambda_error
+
+PARENT_KEY = "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID"
+
+
+class InvalidRunInputError(ValueError):
+    """The run's input does not fit the workflow's inputs; `problems` lists every reason."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def check_inputs(schemas: dict[str, dict[str, Any]], given: Any) -> dict[str, Any]:
+    """The inputs checked and with defaults filled; InvalidRunInputError lists every problem."""
+    if given is None:
+        given = {}
+    if not isinstance(given, dict):
+        raise InvalidRunInputError([f"the input must be a JSON object, not {type(given).__name__}"])
+    problems: list[str] = []
+    inputs: dict[str, Any] = {}
+    for name, value in given.items():
+        if name.startswith("AWS_STEP_FUNCTIONS_"):
+            continue
+        if name not in schemas:
+            known = ", ".join(schemas) or "none"
+            problems.append(f"'{name}' is not an input of this workflow (inputs: {known})")
+            continue
+        inputs[name] = value
+    for name, schema in schemas.items():
+        if name not in inputs:
+            if "default" in schema:
+                inputs[name] = schema["default"]
+            else:
+                problems.append(f"the input '{name}' is required")
+            continue
+        for error in jsonschema_rs.validator_for(schema, validate_formats=True).iter_errors(
+            inputs[name]
+        ):
+            where = "".join(
+                f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.instance_path
+            )
+            problems.append(f"inputs.{name}{where}: {error.message}")
+    if problems:
+        raise InvalidRunInputError(problems)
+    return inputs
+
+
+def start_run(request: RunStartRequest) -> RunStartResult:
+    inputs = check_inputs(request.inputs_schema, request.input)
+    parent = request.input.get(PARENT_KEY) if isinstance(request.input, dict) else None
+    run = RunContext(
+        id=request.execution_name,
+        workflow=request.workflow.name,
+        version=request.workflow.version,
+        started_at=request.start_time,
+        tenant=request.workflow.tenant,
+        parent=parent if isinstance(parent, str) else None,
+    )
+    return RunStartResult(inputs=inputs, run=run)
+
+
+def handle(event: dict[str, Any]) -> dict[str, Any]:
+    """The Lambda contract: a RunStartRequest in, a RunStartResult out, `invalid_input` on error."""
+    request = RunStartRequest.model_validate(event)
+    try:
+        result = start_run(request)
+    except InvalidRunInputError as exc:
+        raise lambda_error(StepErrorName.INVALID_INPUT, str(exc)) from None
+    return result.model_dump(mode="json", exclude_none=True)

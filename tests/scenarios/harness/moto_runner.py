@@ -1,0 +1,254 @@
+"""Run a scenario on moto's Step Functions interpreter (ported from LocalStack; not ours).
+
+Lambda invocations are routed to the scenario's scripted functions, and three casing bugs of
+moto's `startExecution.sync:2` integration are patched so that child executions run (the
+parameters go to boto3 in camelCase, the responses come back in PascalCase as on AWS).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+from unittest import mock
+
+import boto3
+from moto import mock_aws
+from moto.awslambda_simple.models import LambdaSimpleBackend
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+    state_task_service_sfn as sfn_service,
+)
+
+from switchyard.compile import compile_workflow
+from switchyard.contract import FUNCTIONS, function_placeholder, state_machine_placeholder
+from switchyard.model import Workflow
+from tests.scenarios.harness.outcome import STATUS, Outcome, records_from_history
+from tests.scenarios.harness.scenario import Scenario
+from tests.scenarios.harness.scripted import OpenGate, ScriptedFunctions
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+ROLE = f"arn:aws:iam::{ACCOUNT}:role/switchyard-test"
+FUNCTION_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{{}}"
+DEADLINE_SECONDS = 90
+
+
+def function_arns() -> dict[str, str]:
+    return {function_placeholder(f): FUNCTION_ARN.format(f.value) for f in FUNCTIONS}
+
+
+def substitute(text: str, values: dict[str, str]) -> str:
+    for placeholder, value in values.items():
+        text = text.replace(placeholder, value)
+    return text
+
+
+def _pascal(key: str) -> str:
+    return key[:1].upper() + key[1:]
+
+
+def _camel(key: str) -> str:
+    return key[:1].lower() + key[1:]
+
+
+@contextmanager
+def moto_step_functions(functions: ScriptedFunctions) -> Iterator[Any]:
+    """moto with executing state machines, our functions behind Lambda, sync:2 children fixed."""
+
+    def invoke(
+        self: Any,
+        function_name: str,
+        qualifier: Any,
+        body: Any,
+        headers: Any,
+        response_headers: dict[str, str],
+    ) -> bytes:
+        name = function_name.rsplit(":", 1)[-1]
+        payload = json.loads(body) if body else {}
+        try:
+            result = functions.invoke(name, payload)
+        except Exception as exc:  # a failed invocation, reported as Lambda does
+            response_headers["x-amz-function-error"] = "Unhandled"
+            return json.dumps({"errorType": type(exc).__name__, "errorMessage": str(exc)}).encode()
+        return json.dumps(result).encode()
+
+    original_parameters = sfn_service.StateTaskServiceSfn._normalise_parameters
+    original_eval = sfn_service.StateTaskServiceSfn._eval_service_task
+
+    def normalise_parameters(
+        self: Any,
+        parameters: dict[str, Any],
+        boto_service_name: Any = None,
+        service_action_name: Any = None,
+    ) -> None:
+        original_parameters(self, parameters, boto_service_name, service_action_name)
+        if service_action_name is None:
+            for key in list(parameters):
+                parameters[_camel(key)] = parameters.pop(key)
+
+    def eval_service_task(self: Any, env: Any, *args: Any, **kwargs: Any) -> None:
+        original_eval(self, env, *args, **kwargs)
+        response = env.stack.pop()
+        env.stack.append({_pascal(k): v for k, v in response.items()})
+
+    def normalise_response(
+        self: Any, response: Any, boto_service_name: Any = None, service_action_name: Any = None
+    ) -> None:
+        if isinstance(response, dict):
+            for key in list(response):
+                response[_pascal(key)] = response.pop(key)
+
+    config = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
+    with ExitStack() as stack:
+        stack.enter_context(mock_aws(config=config))
+        stack.enter_context(mock.patch.object(LambdaSimpleBackend, "invoke", invoke))
+        service = sfn_service.StateTaskServiceSfn
+        stack.enter_context(
+            mock.patch.object(service, "_normalise_parameters", normalise_parameters)
+        )
+        stack.enter_context(mock.patch.object(service, "_eval_service_task", eval_service_task))
+        stack.enter_context(mock.patch.object(service, "_normalise_response", normalise_response))
+        yield boto3.client("stepfunctions", region_name=REGION)
+
+
+def create_machines(
+    sfn: Any,
+    scenario_workflows: list[Workflow],
+    parent: Workflow,
+    definitions: dict[str, str] | None = None,
+) -> str:
+    """Create the children and the parent; return the parent's ARN."""
+    sqs = boto3.client("sqs", region_name=REGION)
+    values = function_arns()
+    values["${DeadLetterQueueUrl}"] = sqs.create_queue(QueueName="switchyard-dead-letters")[
+        "QueueUrl"
+    ]
+    for child in scenario_workflows:
+        text = (definitions or {}).get(child.name) or compile_workflow(child).text
+        arn = sfn.create_state_machine(
+            name=child.name, definition=substitute(text, values), roleArn=ROLE
+        )["stateMachineArn"]
+        values[state_machine_placeholder(child.name, None)] = arn
+        values[state_machine_placeholder(child.name, child.version)] = arn
+    text = (definitions or {}).get(parent.name) or compile_workflow(parent).text
+    definition = substitute(text, values)
+    assert "${" not in definition, f"unfilled placeholders in {parent.name}"
+    return str(
+        sfn.create_state_machine(name=parent.name, definition=definition, roleArn=ROLE)[
+            "stateMachineArn"
+        ]
+    )
+
+
+def run_on_moto(scenario: Scenario, *, definitions: dict[str, str] | None = None) -> Outcome:
+    """Run the scenario to its end on moto and report what happened."""
+    functions = ScriptedFunctions(scenario.script)
+    with moto_step_functions(functions) as sfn:
+        arn = create_machines(sfn, scenario.children, scenario.workflow, definitions)
+        execution = sfn.start_execution(
+            stateMachineArn=arn, name=f"run-{scenario.name}", input=json.dumps(scenario.input)
+        )["executionArn"]
+        described = _drive(sfn, execution, functions, scenario)
+        events = _history(sfn, execution)
+        dead_letters = _dead_letters()
+    steps, entered = records_from_history(events)
+    output = json.loads(described["output"]) if described.get("output") else None
+    return Outcome(
+        status=STATUS[described["status"]],
+        output=output,
+        error=described.get("error"),
+        cause=described.get("cause"),
+        steps=steps,
+        calls=dict(functions.calls),
+        states_entered=entered,
+        dead_letters=dead_letters,
+    )
+
+
+def _drive(
+    sfn: Any, execution: str, functions: ScriptedFunctions, scenario: Scenario
+) -> dict[str, Any]:
+    """Poll until the execution ends, deciding gates as the scenario says."""
+    actions = {step_id: list(entries) for step_id, entries in scenario.gates.items()}
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while time.monotonic() < deadline:
+        for gate in list(functions.gates):
+            if not gate.handled:
+                gate.handled = True
+                _decide(sfn, execution, gate, actions)
+        described = sfn.describe_execution(executionArn=execution)
+        if described["status"] != "RUNNING":
+            return dict(described)
+        time.sleep(0.02)
+    raise TimeoutError(f"scenario {scenario.name} did not finish in {DEADLINE_SECONDS} s")
+
+
+def decision_output(gate: OpenGate, action: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "decision": "approved",
+        "reviewer": action.get("reviewer", "reviewer@example.com"),
+        "note": action.get("note"),
+        "edits": action.get("edits", {}),
+        "decided_at": "2026-11-29T12:00:00Z",
+        "tier": gate.request.tier,
+    }
+
+
+def _decide(
+    sfn: Any, execution: str, gate: OpenGate, actions: dict[str, list[dict[str, Any]]]
+) -> None:
+    queue = actions.get(gate.request.step_id) or []
+    if not queue:
+        raise AssertionError(
+            f"gate at {gate.request.step_id} ({gate.request.kind}) opened, "
+            "but the scenario has no action for it"
+        )
+    action = queue.pop(0)
+    kind = action["action"]
+    if kind == "approve":
+        sfn.send_task_success(
+            taskToken=gate.token, output=json.dumps(decision_output(gate, action))
+        )
+    elif kind == "reject":
+        cause = {
+            "reviewer": action.get("reviewer", "reviewer@example.com"),
+            "note": action.get("note"),
+        }
+        sfn.send_task_failure(taskToken=gate.token, error="rejected", cause=json.dumps(cause))
+    elif kind == "resume":
+        sfn.send_task_success(taskToken=gate.token, output=json.dumps({"resumed": True}))
+    elif kind == "cancel":
+        sfn.stop_execution(
+            executionArn=execution, error="cancelled", cause="cancelled by the scenario"
+        )
+        # moto deviation: a stopped execution stays blocked on its task token until the token
+        # is answered (AWS ends it at once); answering it lets moto see the stop.
+        sfn.send_task_success(taskToken=gate.token, output=json.dumps({"stopped": True}))
+    elif kind != "timeout":
+        raise AssertionError(f"unknown gate action {kind}")
+
+
+def _dead_letters() -> list[str]:
+    sqs = boto3.client("sqs", region_name=REGION)
+    url = sqs.get_queue_url(QueueName="switchyard-dead-letters")["QueueUrl"]
+    steps: list[str] = []
+    while True:
+        messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+        if not messages:
+            return steps
+        steps += [json.loads(m["Body"])["step_id"] for m in messages]
+
+
+def _history(sfn: Any, execution: str) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    token: str | None = None
+    while True:
+        page = sfn.get_execution_history(
+            executionArn=execution, maxResults=1000, **({"nextToken": token} if token else {})
+        )
+        events += page["events"]
+        token = page.get("nextToken")
+        if not token:
+            return events
