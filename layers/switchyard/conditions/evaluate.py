@@ -1,4 +1,4 @@
-"""Evaluate a condition in Python, with the semantics of the Step Functions Choice rules it compiles to.
+"""Evaluate a condition in Python, as the Step Functions Choice rules it compiles to would.
 
 The compiler turns conditions into Choice rules; the step runtime evaluates some itself (a tool's
 `require_approval_if`, over `{args, inputs, run}`). Both must agree, so this follows Step Functions:

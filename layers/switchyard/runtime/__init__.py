@@ -13,15 +13,15 @@ They raise `StepError`s whose `name` is the Lambda `errorType` the compiled mach
 from switchyard.runtime.agent import run_agent_step
 from switchyard.runtime.clock import Deadline, ManualClock, SystemClock
 from switchyard.runtime.errors import (
-    BudgetExceeded,
-    HumanRequired,
-    InvalidOutput,
+    BudgetExceededError,
+    HumanRequiredError,
+    InvalidOutputError,
     PermanentError,
-    PolicyViolation,
-    RateLimited,
-    Rejected,
+    PolicyViolationError,
+    RateLimitedError,
+    RejectedError,
     StepError,
-    StepTimeout,
+    StepTimeoutError,
     TemplateRenderError,
     TransientError,
 )
@@ -30,18 +30,18 @@ from switchyard.runtime.services import StepServices
 from switchyard.runtime.tool_step import run_tool_step
 
 __all__ = [
-    "BudgetExceeded",
+    "BudgetExceededError",
     "Deadline",
-    "HumanRequired",
-    "InvalidOutput",
+    "HumanRequiredError",
+    "InvalidOutputError",
     "ManualClock",
     "PermanentError",
-    "PolicyViolation",
-    "RateLimited",
-    "Rejected",
+    "PolicyViolationError",
+    "RateLimitedError",
+    "RejectedError",
     "StepError",
     "StepServices",
-    "StepTimeout",
+    "StepTimeoutError",
     "SystemClock",
     "TemplateRenderError",
     "TransientError",

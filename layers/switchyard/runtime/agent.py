@@ -26,7 +26,7 @@ from switchyard.contract import StepInvocation, StepResult, Usage
 from switchyard.model import AgentBody
 from switchyard.runtime.budgets import BudgetGuard
 from switchyard.runtime.clock import Deadline
-from switchyard.runtime.errors import InvalidOutput, PermanentError
+from switchyard.runtime.errors import InvalidOutputError, PermanentError
 from switchyard.runtime.providers import (
     CallKey,
     ContentBlock,
@@ -108,7 +108,7 @@ def parse_json_answer(text: str) -> Any:
                 return json.loads(stripped[start : end + 1])
             except json.JSONDecodeError:
                 continue
-    raise InvalidOutput(f"the model's answer is not JSON: {text[:200]!r}")
+    raise InvalidOutputError(f"the model's answer is not JSON: {text[:200]!r}")
 
 
 def _api_name(name: str) -> str:
@@ -127,9 +127,13 @@ class AgentRun:
         lambda_context: Any,
     ) -> None:
         fields = step_fields(invocation)
-        self.step = AgentBody.model_validate({k: v for k, v in fields.items() if k in AgentBody.model_fields})
+        self.step = AgentBody.model_validate(
+            {k: v for k, v in fields.items() if k in AgentBody.model_fields}
+        )
         if self.step.model is None:
-            raise PermanentError(f"agent step {invocation.step_id} has no model (set defaults.model)")
+            raise PermanentError(
+                f"agent step {invocation.step_id} has no model (set defaults.model)"
+            )
         self.model: str = self.step.model
         self.invocation = invocation
         self.services = services
@@ -247,14 +251,18 @@ class AgentRun:
                 result = recorded[use.id]
             else:
                 result = self.one_tool(use, turn, n)
-                self.services.journal.put_result(self.invocation.idempotency_key, turn, use.id, result)
+                self.services.journal.put_result(
+                    self.invocation.idempotency_key, turn, use.id, result
+                )
             blocks.append({"type": "tool_result", "tool_use_id": use.id, **result})
         return blocks
 
     def one_tool(self, use: ContentBlock, turn: int, n: int) -> dict[str, Any]:
         name = self.names.get(use.name, use.name)
         try:
-            output = self.gateway.call(ToolRequest(name, dict(use.input), f"{turn}.{n}"), self.scope)
+            output = self.gateway.call(
+                ToolRequest(name, dict(use.input), f"{turn}.{n}"), self.scope
+            )
         except PermanentError as error:
             if type(error) is not PermanentError:
                 raise
@@ -288,4 +296,3 @@ def run_agent_step(
 ) -> StepResult:
     """Run one attempt of an agent step; raises a `StepError` on failure."""
     return AgentRun(invocation, services, deadline, lambda_context).run()
-

@@ -18,7 +18,7 @@ from decimal import Decimal
 from switchyard.contract import StepInvocation, Usage
 from switchyard.model import StepBudget
 from switchyard.runtime.clock import Clock, parse_iso
-from switchyard.runtime.errors import BudgetExceeded
+from switchyard.runtime.errors import BudgetExceededError
 from switchyard.runtime.models_catalog import ModelCatalog, to_micros
 from switchyard.stores.budget import BudgetLedger, Reservation, Scope, ScopeLimit
 
@@ -57,7 +57,7 @@ class BudgetGuard:
         started = parse_iso(self.invocation.context.run.started_at)
         elapsed = self.clock.now() - started
         if elapsed > budget.max_duration:
-            raise BudgetExceeded(
+            raise BudgetExceededError(
                 f"run {self.invocation.context.run.id} has run {elapsed:.0f}s, past its "
                 f"max_duration of {budget.max_duration}s",
                 scope=self._run_scope().key,
@@ -98,7 +98,9 @@ class BudgetGuard:
         if self.tenant_daily_limit is not None:
             day = datetime.fromtimestamp(self.clock.now(), UTC).date().isoformat()
             tenant = self.invocation.workflow.tenant
-            limits.append(ScopeLimit(Scope("tenant_day", f"{tenant}:{day}"), self.tenant_daily_limit))
+            limits.append(
+                ScopeLimit(Scope("tenant_day", f"{tenant}:{day}"), self.tenant_daily_limit)
+            )
         return limits
 
     def estimate(self, model: str) -> int:
@@ -109,7 +111,7 @@ class BudgetGuard:
             used = self.ledger.totals(self._step_scope())
             left = cap - used.spent_micros - used.reserved_micros
             if left <= 0:
-                raise BudgetExceeded(
+                raise BudgetExceededError(
                     f"step {self.invocation.step_id} has used its budget of "
                     f"${self.step_budget.max_cost_usd}",
                     scope=self._step_scope().key,
@@ -119,7 +121,7 @@ class BudgetGuard:
         return average if average is not None else DEFAULT_ESTIMATE_MICROS
 
     def reserve(self, model: str, turn: int) -> Reservation | None:
-        """Reserve one call's estimated cost; `BudgetExceeded` when it does not fit."""
+        """Reserve one call's estimated cost; `BudgetExceededError` when it does not fit."""
         self.check_duration()
         if self.ledger is None:
             return None

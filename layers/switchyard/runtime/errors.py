@@ -2,7 +2,7 @@
 
 A handler turns a `StepError` into a failed invocation whose `errorType` is `error.name` (see
 `switchyard.contract.StepErrorName`), so the compiled machine's `Retry` and `Catch` rules match it.
-Each class says whether a retry can help, and `RateLimited` carries how long to wait first.
+Each class says whether a retry can help, and `RateLimitedError` carries how long to wait first.
 """
 
 from __future__ import annotations
@@ -43,14 +43,14 @@ class TransientError(StepError):
     retryable = True
 
 
-class StepTimeout(StepError):
+class StepTimeoutError(StepError):
     """The attempt ran out of time (its deadline, or a downstream timeout)."""
 
     name = StepErrorName.TIMEOUT
     retryable = True
 
 
-class RateLimited(StepError):
+class RateLimitedError(StepError):
     """A provider or endpoint said "too many requests"; retry no sooner than `retry_after`."""
 
     name = StepErrorName.RATE_LIMIT
@@ -67,7 +67,7 @@ class RateLimited(StepError):
         return out
 
 
-class InvalidOutput(StepError):
+class InvalidOutputError(StepError):
     """The output does not parse or does not match the step's `output_schema`."""
 
     name = StepErrorName.INVALID_OUTPUT
@@ -93,7 +93,7 @@ class TemplateRenderError(StepError):
         self.template = template
 
 
-class BudgetExceeded(StepError):
+class BudgetExceededError(StepError):
     """A reservation or a counter does not fit the budget of `scope`."""
 
     name = StepErrorName.BUDGET
@@ -109,7 +109,7 @@ class BudgetExceeded(StepError):
         return out
 
 
-class PolicyViolation(StepError):
+class PolicyViolationError(StepError):
     """A tool call refused before it ran: not allowed, bad arguments, over a limit."""
 
     name = StepErrorName.POLICY
@@ -119,13 +119,13 @@ class PolicyViolation(StepError):
         self.tool = tool
 
 
-class Rejected(StepError):
+class RejectedError(StepError):
     """A person said no (to a tool call awaiting approval)."""
 
     name = StepErrorName.REJECTED
 
 
-class HumanRequired(StepError):
+class HumanRequiredError(StepError):
     """The step needs a person first; the cause is a `HumanRequest` the gate shows them."""
 
     name = StepErrorName.HUMAN_REQUIRED

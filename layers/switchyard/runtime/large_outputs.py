@@ -31,7 +31,7 @@ class OutputStore(Protocol):
     def get(self, key: str) -> bytes: ...
 
 
-class OutputNotFound(KeyError):
+class OutputNotFoundError(KeyError):
     """A reference whose value is not in the store (expired, or another store's)."""
 
 
@@ -53,7 +53,7 @@ class InMemoryOutputStore:
             try:
                 return self._data[key]
             except KeyError:
-                raise OutputNotFound(key) from None
+                raise OutputNotFoundError(key) from None
 
 
 class S3OutputStore:
@@ -79,7 +79,7 @@ class S3OutputStore:
         try:
             response = self._client.get_object(Bucket=self.bucket, Key=self.prefix + key)
         except self._client.exceptions.NoSuchKey:
-            raise OutputNotFound(key) from None
+            raise OutputNotFoundError(key) from None
         body: bytes = response["Body"].read()
         return body
 
@@ -103,7 +103,7 @@ class PostgresOutputStore:
         with self._pool.connection() as conn:
             row = conn.execute("SELECT body FROM output_blobs WHERE key = %s", (key,)).fetchone()
         if row is None:
-            raise OutputNotFound(key)
+            raise OutputNotFoundError(key)
         return bytes(row[0])
 
 
@@ -208,7 +208,7 @@ def resolve(value: Any, store: OutputStore) -> Any:
     if is_ref(value):
         ref = value[OUTPUT_REF_KEY]
         if ref.get("store") != store.name:
-            raise OutputNotFound(
+            raise OutputNotFoundError(
                 f"reference to store {ref.get('store')!r} cannot be read from {store.name!r}"
             )
         return resolve(json.loads(store.get(str(ref["key"]))), store)

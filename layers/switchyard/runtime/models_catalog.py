@@ -31,7 +31,7 @@ MODEL_PRICES_ENV = "SWITCHYARD_MODEL_PRICES"
 MILLION = Decimal(1_000_000)
 
 
-class UnknownModel(PermanentError):
+class UnknownModelError(PermanentError):
     """A model id the catalog has no price for."""
 
 
@@ -160,7 +160,7 @@ class ModelCatalog:
         try:
             return self._models[model_id]
         except KeyError:
-            raise UnknownModel(
+            raise UnknownModelError(
                 f"no price for model {model_id!r}; known: {', '.join(self.ids())}. "
                 f"Add it in a prices file named by {MODEL_PRICES_ENV}."
             ) from None
@@ -182,7 +182,7 @@ class ModelCatalog:
     def cost_usd(self, usage: Usage) -> Decimal:
         """USD cost of a `Usage` (its `model` must be set)."""
         if usage.model is None:
-            raise UnknownModel("usage without a model has no price")
+            raise UnknownModelError("usage without a model has no price")
         extra = usage.model_extra or {}
         return self.get(usage.model).cost(
             input_tokens=usage.input_tokens,

@@ -15,7 +15,7 @@ from typing import Protocol
 from psycopg_pool import ConnectionPool
 
 from switchyard.runtime.clock import SYSTEM_CLOCK, Clock, Deadline
-from switchyard.runtime.errors import RateLimited
+from switchyard.runtime.errors import RateLimitedError
 
 
 class NotBeforeStore(Protocol):
@@ -85,7 +85,7 @@ class RateLimitGate:
         return f"{provider}:{model}"
 
     def wait(self, provider: str, model: str, deadline: Deadline | None = None) -> None:
-        """Return when the bucket may be called; raise `RateLimited` if that is past the deadline."""
+        """Return when the bucket may be called; `RateLimitedError` if that is past the deadline."""
         bucket = self.bucket(provider, model)
         not_before = self.store.get(bucket)
         if not_before is None:
@@ -94,7 +94,7 @@ class RateLimitGate:
         if wait <= 0:
             return
         if deadline is not None and self.clock.now() + wait + self.margin > deadline.at:
-            raise RateLimited(
+            raise RateLimitedError(
                 f"{bucket} is rate limited for {wait:.1f}s more, past this attempt's deadline",
                 retry_after=wait,
             )

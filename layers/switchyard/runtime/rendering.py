@@ -56,7 +56,9 @@ def render_string(text: str, context: Mapping[str, Any]) -> Any:
     try:
         info = template_info(text)
     except TemplateError as exc:
-        raise TemplateRenderError(f"template does not parse: {exc.message}", template=text) from None
+        raise TemplateRenderError(
+            f"template does not parse: {exc.message}", template=text
+        ) from None
     if info.is_static:
         return text
     try:

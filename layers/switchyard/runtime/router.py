@@ -16,7 +16,7 @@ from switchyard.model import LlmRouter
 from switchyard.runtime.agent import UsageTotal, parse_json_answer
 from switchyard.runtime.budgets import BudgetGuard
 from switchyard.runtime.clock import Deadline
-from switchyard.runtime.errors import InvalidOutput, PermanentError
+from switchyard.runtime.errors import InvalidOutputError, PermanentError
 from switchyard.runtime.providers import CallKey, ModelRequest, call_model
 from switchyard.runtime.rendering import render
 from switchyard.runtime.services import StepServices
@@ -86,7 +86,9 @@ def run_llm_router(
         raise
     total = UsageTotal()
     total.add(response.usage, guard.settle(reservation, response.usage))
-    output = decide(router, response.structured if response.structured is not None else response.text)
+    output = decide(
+        router, response.structured if response.structured is not None else response.text
+    )
     return finish(invocation, services, output, cost=total.cost, usage=total.usage())
 
 
@@ -96,7 +98,7 @@ def decide(router: LlmRouter, answer: Any) -> dict[str, Any]:
     if isinstance(answer, str):
         try:
             answer = parse_json_answer(answer)
-        except InvalidOutput:
+        except InvalidOutputError:
             bare = answer.strip().strip('"')
             answer = {"route": bare, "reason": ""} if bare in routes else None
     if not isinstance(answer, dict):

@@ -16,7 +16,7 @@ import jsonschema_rs
 from switchyard.contract import StepInvocation, StepResult, Usage
 from switchyard.model import parse_duration
 from switchyard.runtime.clock import Deadline
-from switchyard.runtime.errors import InvalidOutput
+from switchyard.runtime.errors import InvalidOutputError
 from switchyard.runtime.large_outputs import offload, resolve
 from switchyard.runtime.rendering import template_context
 from switchyard.runtime.services import StepServices
@@ -34,7 +34,9 @@ def tool_definitions(invocation: StepInvocation) -> dict[str, Any]:
     return dict(defs)
 
 
-def deadline_for(invocation: StepInvocation, services: StepServices, deadline: Deadline | None) -> Deadline:
+def deadline_for(
+    invocation: StepInvocation, services: StepServices, deadline: Deadline | None
+) -> Deadline:
     """The caller's deadline, else the step's `timeout`, else 15 minutes (Lambda's most)."""
     if deadline is not None:
         return deadline
@@ -65,7 +67,7 @@ def check_output(output: Any, schema: dict[str, Any] | None) -> None:
         for error in validator.iter_errors(output)
     ]
     if errors:
-        raise InvalidOutput(
+        raise InvalidOutputError(
             f"the output does not match the step's output_schema: {'; '.join(errors[:5])}",
             errors=errors,
         )

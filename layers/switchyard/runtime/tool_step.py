@@ -29,7 +29,9 @@ def run_tool_step(
     lambda_context: Any = None,
 ) -> StepResult:
     """Run one attempt of a tool step; raises a `StepError` on failure."""
-    step = ToolBody.model_validate({k: v for k, v in step_fields(invocation).items() if k in ToolBody.model_fields})
+    step = ToolBody.model_validate(
+        {k: v for k, v in step_fields(invocation).items() if k in ToolBody.model_fields}
+    )
     guard = BudgetGuard(
         invocation, services.ledger, services.catalog, services.clock, step_budget=step.budget
     )

@@ -79,7 +79,8 @@ class PostgresAuditLog:
         with self._pool.connection() as conn:
             conn.execute(
                 "INSERT INTO tool_audit (at, run_id, step_id, tool, call_id, arguments, outcome,"
-                " error_type, message, duration_ms) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                " error_type, message, duration_ms)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 (
                     record.at,
                     record.run_id,

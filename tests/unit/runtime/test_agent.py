@@ -13,11 +13,11 @@ from psycopg_pool import ConnectionPool
 from switchyard.contract import StepErrorName
 from switchyard.runtime import StepServices, run_agent_step
 from switchyard.runtime.errors import (
-    BudgetExceeded,
-    HumanRequired,
-    InvalidOutput,
+    BudgetExceededError,
+    HumanRequiredError,
+    InvalidOutputError,
     PermanentError,
-    PolicyViolation,
+    PolicyViolationError,
 )
 from switchyard.runtime.models_catalog import ModelCatalog
 from switchyard.runtime.providers import ScriptedProvider
@@ -32,7 +32,10 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 SCHEMA = {
     "type": "object",
-    "properties": {"label": {"enum": ["billing", "bug", "other"]}, "confidence": {"type": "number"}},
+    "properties": {
+        "label": {"enum": ["billing", "bug", "other"]},
+        "confidence": {"type": "number"},
+    },
     "required": ["label", "confidence"],
 }
 REFUNDS: list[dict[str, Any]] = []
@@ -69,11 +72,24 @@ def python_tool(function: str, schema: dict[str, Any], **extra: Any) -> dict[str
 
 TOOL_DEFS = {
     "lookup_order": python_tool(
-        "lookup_order", {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}, side_effect="none"
+        "lookup_order",
+        {
+            "type": "object",
+            "properties": {"order_id": {"type": "string"}},
+            "required": ["order_id"],
+        },
+        side_effect="none",
     ),
     "refund": python_tool(
         "refund",
-        {"type": "object", "properties": {"order_id": {"type": "string"}, "amount": {"type": "number", "maximum": 500}}, "required": ["order_id", "amount"]},
+        {
+            "type": "object",
+            "properties": {
+                "order_id": {"type": "string"},
+                "amount": {"type": "number", "maximum": 500},
+            },
+            "required": ["order_id", "amount"],
+        },
         side_effect="idempotent",
         policy={"require_approval_if": "args.amount > 100", "max_calls_per_run": 3},
     ),
@@ -82,14 +98,29 @@ TOOL_DEFS = {
 
 
 def agent(**extra: Any) -> dict[str, Any]:
-    step = {"type": "agent", "model": "claude-sonnet-4-5", "prompt": "Ticket: {{ inputs.body }}", "system": "You help with support."}
+    step = {
+        "type": "agent",
+        "model": "claude-sonnet-4-5",
+        "prompt": "Ticket: {{ inputs.body }}",
+        "system": "You help with support.",
+    }
     step.update(extra)
     return step
 
 
-def tool_use(name: str, args: dict[str, Any], text: str = "Checking.", **kwargs: Any) -> dict[str, Any]:
+def tool_use(
+    name: str, args: dict[str, Any], text: str = "Checking.", **kwargs: Any
+) -> dict[str, Any]:
     return message(
-        [{"type": "text", "text": text}, {"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:12]}", "name": name, "input": args}],
+        [
+            {"type": "text", "text": text},
+            {
+                "type": "tool_use",
+                "id": f"toolu_{uuid.uuid4().hex[:12]}",
+                "name": name,
+                "input": args,
+            },
+        ],
         stop_reason="tool_use",
         **kwargs,
     )
@@ -102,28 +133,43 @@ def services_for(fake: FakeClaude, **kwargs: Any) -> StepServices:
 def test_structured_output_is_parsed_validated_and_costed() -> None:
     fake = FakeClaude()
     answer = '```json\n{"label": "billing", "confidence": 0.93}\n```'
-    fake.queue("claude-sonnet-4-5", ok(text_message(answer, input_tokens=1000, output_tokens=20, cache_read=4000)))
-    inv = invocation("classify", agent(output_schema=SCHEMA), inputs={"body": "I was charged twice"})
+    fake.queue(
+        "claude-sonnet-4-5",
+        ok(text_message(answer, input_tokens=1000, output_tokens=20, cache_read=4000)),
+    )
+    inv = invocation(
+        "classify", agent(output_schema=SCHEMA), inputs={"body": "I was charged twice"}
+    )
     result = run_agent_step(inv, services_for(fake))
     assert result.output == {"label": "billing", "confidence": 0.93}
     assert result.usage is not None
-    assert (result.usage.input_tokens, result.usage.output_tokens, result.usage.cache_read_tokens) == (1000, 20, 4000)
+    assert (
+        result.usage.input_tokens,
+        result.usage.output_tokens,
+        result.usage.cache_read_tokens,
+    ) == (1000, 20, 4000)
     assert (result.usage.model, result.usage.provider) == ("claude-sonnet-4-5", "anthropic")
     # 1000*3 + 20*15 + 4000*0.3 = 4500 per million
     assert Decimal(str(result.cost_usd)) == Decimal("0.0045")
     body = fake.requests[0][1]
-    assert "JSON Schema" in body["system"] and body["messages"][0]["content"] == "Ticket: I was charged twice"
+    assert (
+        "JSON Schema" in body["system"]
+        and body["messages"][0]["content"] == "Ticket: I was charged twice"
+    )
 
 
 @pytest.mark.parametrize(
     "answer",
-    ['I think it is about billing.', '{"label": "refund", "confidence": 0.5}', '{"label": "bug"'],
+    ["I think it is about billing.", '{"label": "refund", "confidence": 0.5}', '{"label": "bug"'],
 )
 def test_invalid_structured_output_is_invalid_output(answer: str) -> None:
     fake = FakeClaude()
     fake.queue("claude-sonnet-4-5", ok(text_message(answer)))
-    with pytest.raises(InvalidOutput) as info:
-        run_agent_step(invocation("classify", agent(output_schema=SCHEMA), inputs={"body": "x"}), services_for(fake))
+    with pytest.raises(InvalidOutputError) as info:
+        run_agent_step(
+            invocation("classify", agent(output_schema=SCHEMA), inputs={"body": "x"}),
+            services_for(fake),
+        )
     assert info.value.name is StepErrorName.INVALID_OUTPUT
 
 
@@ -139,15 +185,30 @@ def test_the_tool_loop_runs_tools_through_the_gateway_and_sums_usage() -> None:
     fake.queue(
         "claude-sonnet-4-5",
         ok(tool_use("lookup_order", {"order_id": "A-17"}, input_tokens=500, output_tokens=30)),
-        ok(text_message("Order A-17 was delivered.", input_tokens=700, output_tokens=12, cache_read=500)),
+        ok(
+            text_message(
+                "Order A-17 was delivered.", input_tokens=700, output_tokens=12, cache_read=500
+            )
+        ),
     )
     audit = InMemoryAuditLog()
-    inv = invocation("research", agent(tools=["lookup_order"], tool_defs=TOOL_DEFS), inputs={"body": "where is A-17"})
+    inv = invocation(
+        "research",
+        agent(tools=["lookup_order"], tool_defs=TOOL_DEFS),
+        inputs={"body": "where is A-17"},
+    )
     result = run_agent_step(inv, services_for(fake, tools=GatewayStores(audit=audit)))
     assert result.output == {"text": "Order A-17 was delivered."}
     assert result.usage is not None
-    assert (result.usage.input_tokens, result.usage.output_tokens, result.usage.cache_read_tokens) == (1200, 42, 500)
-    assert Decimal(str(result.cost_usd)) == (Decimal(1200 * 3 + 42 * 15) + Decimal(500) * Decimal("0.3")) / 1_000_000
+    assert (
+        result.usage.input_tokens,
+        result.usage.output_tokens,
+        result.usage.cache_read_tokens,
+    ) == (1200, 42, 500)
+    assert (
+        Decimal(str(result.cost_usd))
+        == (Decimal(1200 * 3 + 42 * 15) + Decimal(500) * Decimal("0.3")) / 1_000_000
+    )
     second = fake.requests[1][1]
     tool_result = second["messages"][2]["content"][0]
     assert tool_result["type"] == "tool_result"
@@ -164,12 +225,19 @@ def test_a_prompt_injected_tool_result_cannot_widen_the_allow_list() -> None:
         ok(tool_use("delete_account", {"customer": "everyone"}, text="As instructed.")),
     )
     audit = InMemoryAuditLog()
-    inv = invocation("research", agent(tools=["lookup_order", "refund"], tool_defs=TOOL_DEFS), inputs={"body": "x"})
-    with pytest.raises(PolicyViolation, match="may not call tool 'delete_account'") as info:
+    inv = invocation(
+        "research",
+        agent(tools=["lookup_order", "refund"], tool_defs=TOOL_DEFS),
+        inputs={"body": "x"},
+    )
+    with pytest.raises(PolicyViolationError, match="may not call tool 'delete_account'") as info:
         run_agent_step(inv, services_for(fake, tools=GatewayStores(audit=audit)))
     assert info.value.name is StepErrorName.POLICY
     records = audit.for_run(inv.context.run.id)
-    assert [(r.tool, r.outcome) for r in records] == [("lookup_order", "ok"), ("delete_account", "refused")]
+    assert [(r.tool, r.outcome) for r in records] == [
+        ("lookup_order", "ok"),
+        ("delete_account", "refused"),
+    ]
 
 
 def test_a_prompt_injected_tool_result_cannot_exceed_an_argument_limit() -> None:
@@ -181,18 +249,28 @@ def test_a_prompt_injected_tool_result_cannot_exceed_an_argument_limit() -> None
     )
     audit = InMemoryAuditLog()
     before = len(REFUNDS)
-    inv = invocation("research", agent(tools=["lookup_order", "refund"], tool_defs=TOOL_DEFS), inputs={"body": "x"})
-    with pytest.raises(PolicyViolation, match="input_schema"):
+    inv = invocation(
+        "research",
+        agent(tools=["lookup_order", "refund"], tool_defs=TOOL_DEFS),
+        inputs={"body": "x"},
+    )
+    with pytest.raises(PolicyViolationError, match="input_schema"):
         run_agent_step(inv, services_for(fake, tools=GatewayStores(audit=audit)))
     assert len(REFUNDS) == before
-    assert [(r.tool, r.outcome, r.error_type) for r in audit.for_run(inv.context.run.id)][-1] == ("refund", "refused", "policy")
+    assert [(r.tool, r.outcome, r.error_type) for r in audit.for_run(inv.context.run.id)][-1] == (
+        "refund",
+        "refused",
+        "policy",
+    )
 
 
 def test_the_loop_detector_stops_a_repeating_agent() -> None:
     fake = FakeClaude()
     fake.queue("claude-sonnet-4-5", ok(tool_use("lookup_order", {"order_id": "A-1"})))  # forever
-    inv = invocation("research", agent(tools=["lookup_order"], tool_defs=TOOL_DEFS), inputs={"body": "x"})
-    with pytest.raises(HumanRequired) as info:
+    inv = invocation(
+        "research", agent(tools=["lookup_order"], tool_defs=TOOL_DEFS), inputs={"body": "x"}
+    )
+    with pytest.raises(HumanRequiredError) as info:
         run_agent_step(inv, services_for(fake))
     assert info.value.request.kind == "loop" and info.value.request.tool == "lookup_order"
     assert len(fake.requests) == 3
@@ -200,8 +278,15 @@ def test_the_loop_detector_stops_a_repeating_agent() -> None:
 
 def test_max_turns_bounds_the_loop() -> None:
     fake = FakeClaude()
-    fake.queue("claude-sonnet-4-5", *[ok(tool_use("lookup_order", {"order_id": f"A-{n}"})) for n in range(5)])
-    inv = invocation("research", agent(tools=["lookup_order"], tool_defs=TOOL_DEFS, max_turns=2), inputs={"body": "x"})
+    fake.queue(
+        "claude-sonnet-4-5",
+        *[ok(tool_use("lookup_order", {"order_id": f"A-{n}"})) for n in range(5)],
+    )
+    inv = invocation(
+        "research",
+        agent(tools=["lookup_order"], tool_defs=TOOL_DEFS, max_turns=2),
+        inputs={"body": "x"},
+    )
     with pytest.raises(PermanentError, match="max_turns"):
         run_agent_step(inv, services_for(fake))
     assert len(fake.requests) == 2
@@ -211,16 +296,26 @@ def test_an_approved_call_runs_with_exactly_the_approved_arguments_after_replay(
     fake = FakeClaude()
     fake.queue(
         "claude-sonnet-4-5",
-        ok(tool_use("refund", {"order_id": "A-17", "amount": 120}, input_tokens=100, output_tokens=10)),
+        ok(
+            tool_use(
+                "refund", {"order_id": "A-17", "amount": 120}, input_tokens=100, output_tokens=10
+            )
+        ),
         ok(text_message("Refunded.", input_tokens=200, output_tokens=5)),
     )
     services = services_for(fake)
-    inv = invocation("resolve", agent(tools=["refund"], tool_defs=TOOL_DEFS), inputs={"body": "refund A-17"})
-    with pytest.raises(HumanRequired) as info:
+    inv = invocation(
+        "resolve", agent(tools=["refund"], tool_defs=TOOL_DEFS), inputs={"body": "refund A-17"}
+    )
+    with pytest.raises(HumanRequiredError) as info:
         run_agent_step(inv, services)
     request = info.value.request
     assert (request.kind, request.args) == ("tool_approval", {"order_id": "A-17", "amount": 120})
-    services.tools.decisions.record(inv.context.run.id, request.call_id or "", ToolDecision("approved", args={"order_id": "A-17", "amount": 100}))
+    services.tools.decisions.record(
+        inv.context.run.id,
+        request.call_id or "",
+        ToolDecision("approved", args={"order_id": "A-17", "amount": 100}),
+    )
 
     before = len(REFUNDS)
     result = run_agent_step(retried(inv, 1), services)
@@ -232,38 +327,61 @@ def test_an_approved_call_runs_with_exactly_the_approved_arguments_after_replay(
 
 
 def test_agent_with_a_scripted_model_in_a_map() -> None:
-    script = {"summarise": [{"text": "first"}, {"text": "second"}, {"output": {"label": "bug", "confidence": 1}}]}
+    script = {
+        "summarise": [
+            {"text": "first"},
+            {"text": "second"},
+            {"output": {"label": "bug", "confidence": 1}},
+        ]
+    }
     services = StepServices(provider=ScriptedProvider(script), catalog=ModelCatalog())
     step = agent(model="claude-haiku-4-5")
     outputs = [
-        run_agent_step(invocation("summarise", step, inputs={"body": "b"}, scope={"item": i, "index": i}), services).output
+        run_agent_step(
+            invocation("summarise", step, inputs={"body": "b"}, scope={"item": i, "index": i}),
+            services,
+        ).output
         for i in range(3)
     ]
     assert outputs == [{"text": "first"}, {"text": "second"}, {"label": "bug", "confidence": 1}]
 
 
 def test_scripted_tool_turns() -> None:
-    script = {"research": [{"tool_use": [{"name": "lookup_order", "input": {"order_id": "A-2"}}]}, {"text": "done"}]}
+    script = {
+        "research": [
+            {"tool_use": [{"name": "lookup_order", "input": {"order_id": "A-2"}}]},
+            {"text": "done"},
+        ]
+    }
     services = StepServices(provider=ScriptedProvider(script), catalog=ModelCatalog())
-    inv = invocation("research", agent(tools=["lookup_order"], tool_defs=TOOL_DEFS), inputs={"body": "x"})
+    inv = invocation(
+        "research", agent(tools=["lookup_order"], tool_defs=TOOL_DEFS), inputs={"body": "x"}
+    )
     result = run_agent_step(inv, services)
     assert result.output == {"text": "done"}
     assert result.usage is not None and result.usage.provider == "scripted"
 
 
-def test_budgets_refuse_a_call_that_does_not_fit_and_settle_real_costs(pg_pool: ConnectionPool) -> None:
+def test_budgets_refuse_a_call_that_does_not_fit_and_settle_real_costs(
+    pg_pool: ConnectionPool,
+) -> None:
     ledger = PostgresBudgetLedger(pg_pool)
     fake = FakeClaude()
     fake.queue("claude-sonnet-4-5", ok(text_message("ok", input_tokens=1000, output_tokens=100)))
     services = services_for(fake, ledger=ledger)
 
     tight = invocation("draft", agent(), inputs={"body": "x"}, budget={"max_cost_usd": 0.05})
-    with pytest.raises(BudgetExceeded) as info:
+    with pytest.raises(BudgetExceededError) as info:
         run_agent_step(tight, services)  # the $0.10 first-call estimate does not fit $0.05
     assert info.value.name is StepErrorName.BUDGET
     assert fake.requests == []
 
-    roomy = invocation("draft", agent(budget={"max_cost_usd": 0.02}), inputs={"body": "x"}, budget={"max_cost_usd": 1.0, "max_steps": 5})
+    roomy = invocation(
+        "draft",
+        agent(budget={"max_cost_usd": 0.02}),
+        inputs={"body": "x"},
+        budget={"max_cost_usd": 1.0, "max_steps": 5},
+    )
     result = run_agent_step(roomy, services)
     totals = ledger.totals(Scope("run", roomy.context.run.id))
     assert totals.spent_micros == 4_500  # 1000*3 + 100*15 per million dollars
@@ -278,11 +396,17 @@ def test_max_duration_and_max_steps(pg_pool: ConnectionPool) -> None:
     fake = FakeClaude()
     fake.queue("claude-sonnet-4-5", ok(text_message("ok")))
     services = services_for(fake, ledger=ledger)
-    old = invocation("draft", agent(), inputs={"body": "x"}, budget={"max_duration": "10m"}, started_at="2020-01-01T00:00:00Z")
-    with pytest.raises(BudgetExceeded, match="max_duration"):
+    old = invocation(
+        "draft",
+        agent(),
+        inputs={"body": "x"},
+        budget={"max_duration": "10m"},
+        started_at="2020-01-01T00:00:00Z",
+    )
+    with pytest.raises(BudgetExceededError, match="max_duration"):
         run_agent_step(old, services)
     inv = invocation("draft", agent(), inputs={"body": "x"}, budget={"max_steps": 1})
     run_agent_step(inv, services)
     run_agent_step(inv, services)  # the same attempt again is not another step
-    with pytest.raises(BudgetExceeded, match="step"):
+    with pytest.raises(BudgetExceededError, match="step"):
         run_agent_step(retried(inv, 1), services)

@@ -69,7 +69,9 @@ def test_one_huge_list_is_offloaded_whole(store: OutputStore) -> None:
     output = {"rows": [{"id": i, "v": "y" * 90} for i in range(2_000)], "count": 2_000}
     small = offload(output, store, "k")
     assert small["count"] == 2_000 and OUTPUT_REF_KEY in small["rows"]
-    assert resolve({"steps": {"a": {"output": small}}}, store) == {"steps": {"a": {"output": output}}}
+    assert resolve({"steps": {"a": {"output": small}}}, store) == {
+        "steps": {"a": {"output": output}}
+    }
 
 
 def test_a_scalar_output_too_large_is_replaced_whole(store: OutputStore) -> None:

@@ -12,7 +12,7 @@ from switchyard.contract import Usage
 from switchyard.runtime.models_catalog import (
     MODEL_PRICES_ENV,
     ModelCatalog,
-    UnknownModel,
+    UnknownModelError,
     cost_usd,
     default_catalog,
     load_catalog,
@@ -57,7 +57,7 @@ def test_aliases_resolve_to_the_same_prices() -> None:
 
 
 def test_unknown_model_is_a_permanent_error_that_says_how_to_fix_it() -> None:
-    with pytest.raises(UnknownModel, match=MODEL_PRICES_ENV):
+    with pytest.raises(UnknownModelError, match=MODEL_PRICES_ENV):
         ModelCatalog().get("gpt-4")
 
 

@@ -81,7 +81,10 @@ def test_joined_deep_merge_later_wins() -> None:
 
 
 def test_joined_list_and_first() -> None:
-    assert joined(["b", "c", "a"], RECORDS, "list") == [RECORDS["c"]["output"], RECORDS["a"]["output"]]
+    assert joined(["b", "c", "a"], RECORDS, "list") == [
+        RECORDS["c"]["output"],
+        RECORDS["a"]["output"],
+    ]
     assert joined(["b", "d", "c", "a"], RECORDS, "first") == RECORDS["c"]["output"]
     assert joined(["b", "d"], RECORDS, "first") is None
 

@@ -15,12 +15,12 @@ from psycopg_pool import ConnectionPool
 
 from switchyard.contract import OUTPUT_REF_KEY, StepErrorName
 from switchyard.runtime import StepServices, run_tool_step
-from switchyard.runtime.errors import HumanRequired, InvalidOutput, TemplateRenderError
+from switchyard.runtime.errors import HumanRequiredError, InvalidOutputError, TemplateRenderError
 from switchyard.runtime.large_outputs import InMemoryOutputStore, resolve
 from switchyard.runtime.tools import GatewayStores, ToolEnvironment
 from switchyard.stores.idempotency import (
     IdempotentCalls,
-    OutcomeUnknown,
+    OutcomeUnknownError,
     PostgresPersistenceLayer,
     create_idempotency_table,
     dynamodb_persistence_layer,
@@ -48,7 +48,7 @@ def send_then_die(customer: str, amount: float) -> dict[str, Any]:
 
 def lose_answer(customer: str, amount: float) -> dict[str, Any]:
     send_invoice(customer, amount)
-    raise OutcomeUnknown("the connection dropped after the request was sent")
+    raise OutcomeUnknownError("the connection dropped after the request was sent")
 
 
 def big(n: int) -> dict[str, Any]:
@@ -66,7 +66,9 @@ def tool_defs(function: str, side_effect: str = "idempotent") -> dict[str, Any]:
     }
 
 
-def tool_step(function: str = "send_invoice", side_effect: str = "idempotent", **extra: Any) -> dict[str, Any]:
+def tool_step(
+    function: str = "send_invoice", side_effect: str = "idempotent", **extra: Any
+) -> dict[str, Any]:
     return {
         "type": "tool",
         "tool": "invoice",
@@ -101,7 +103,9 @@ def persistence(request: pytest.FixtureRequest) -> Iterator[BasePersistenceLayer
 
 @pytest.fixture
 def services(persistence: BasePersistenceLayer) -> StepServices:
-    return StepServices(tools=GatewayStores(idempotency=IdempotentCalls(persistence)), tool_env=ToolEnvironment())
+    return StepServices(
+        tools=GatewayStores(idempotency=IdempotentCalls(persistence)), tool_env=ToolEnvironment()
+    )
 
 
 def test_args_render_with_native_types_and_the_output_comes_back(services: StepServices) -> None:
@@ -112,44 +116,59 @@ def test_args_render_with_native_types_and_the_output_comes_back(services: StepS
     assert result.attempts == 1 and result.cost_usd == 0.0
 
 
-def test_a_handler_that_crashes_after_the_side_effect_and_is_retried_makes_it_once(services: StepServices) -> None:
-    inv = invocation("bill", tool_step(), inputs={"customer": f"c-{uuid.uuid4().hex[:6]}"}, steps=STEPS)
+def test_a_handler_that_crashes_after_the_side_effect_and_is_retried_makes_it_once(
+    services: StepServices,
+) -> None:
+    inv = invocation(
+        "bill", tool_step(), inputs={"customer": f"c-{uuid.uuid4().hex[:6]}"}, steps=STEPS
+    )
     before = len(SENT)
 
     def handler(event: Any) -> Any:
-        result = run_tool_step(event, services, lambda_context=LambdaContext(30_000))
+        run_tool_step(event, services, lambda_context=LambdaContext(30_000))
         raise Crash  # the Lambda dies before it can return the result
 
     with pytest.raises(Crash):
         handler(inv)
     retry = run_tool_step(retried(inv, 1), services, lambda_context=LambdaContext(30_000))
     assert len(SENT) == before + 1
-    assert retry.output == {"invoice": f"INV-{before + 1}", "customer": inv.context.inputs["customer"]}
+    assert retry.output == {
+        "invoice": f"INV-{before + 1}",
+        "customer": inv.context.inputs["customer"],
+    }
     assert retry.attempts == 2
 
 
-def test_a_non_idempotent_call_that_died_mid_effect_goes_to_a_person(services: StepServices) -> None:
-    inv = invocation("bill", tool_step("send_then_die", "non_idempotent"), inputs={"customer": "x"}, steps=STEPS)
+def test_a_non_idempotent_call_that_died_mid_effect_goes_to_a_person(
+    services: StepServices,
+) -> None:
+    inv = invocation(
+        "bill", tool_step("send_then_die", "non_idempotent"), inputs={"customer": "x"}, steps=STEPS
+    )
     before = len(SENT)
     with pytest.raises(Crash):
         run_tool_step(inv, services, lambda_context=LambdaContext(1))
     time.sleep(0.01)  # past the crashed attempt's Lambda deadline
-    with pytest.raises(HumanRequired) as info:
+    with pytest.raises(HumanRequiredError) as info:
         run_tool_step(retried(inv, 1), services, lambda_context=LambdaContext(30_000))
     assert info.value.request.kind == "unknown_outcome"
     assert len(SENT) == before + 1  # not sent a second time
 
     # The person checked: the invoice did go out. The step completes with what they saw.
     services.tools.decisions.record(
-        inv.context.run.id, info.value.request.call_id or "", ToolDecision("approved", output={"invoice": "INV-seen"})
+        inv.context.run.id,
+        info.value.request.call_id or "",
+        ToolDecision("approved", output={"invoice": "INV-seen"}),
     )
     assert run_tool_step(retried(inv, 2), services).output == {"invoice": "INV-seen"}
     assert len(SENT) == before + 1
 
 
 def test_an_unknown_outcome_of_a_non_idempotent_call_is_not_retried(services: StepServices) -> None:
-    inv = invocation("bill", tool_step("lose_answer", "non_idempotent"), inputs={"customer": "y"}, steps=STEPS)
-    with pytest.raises(HumanRequired) as info:
+    inv = invocation(
+        "bill", tool_step("lose_answer", "non_idempotent"), inputs={"customer": "y"}, steps=STEPS
+    )
+    with pytest.raises(HumanRequiredError) as info:
         run_tool_step(inv, services)
     assert info.value.name is StepErrorName.HUMAN_REQUIRED
     cause = info.value.cause()
@@ -164,8 +183,10 @@ def test_undefined_template_names_fail_with_template() -> None:
 
 def test_output_schema_is_enforced() -> None:
     step = tool_step(output_schema={"type": "object", "required": ["receipt"]})
-    with pytest.raises(InvalidOutput, match="receipt"):
-        run_tool_step(invocation("bill", step, inputs={"customer": "z"}, steps=STEPS), StepServices())
+    with pytest.raises(InvalidOutputError, match="receipt"):
+        run_tool_step(
+            invocation("bill", step, inputs={"customer": "z"}, steps=STEPS), StepServices()
+        )
 
 
 def test_large_outputs_leave_by_reference_and_loop_outputs_count_iterations() -> None:
@@ -174,7 +195,14 @@ def test_large_outputs_leave_by_reference_and_loop_outputs_count_iterations() ->
         "type": "tool",
         "tool": "big",
         "args": {"n": "{{ iteration * 200 }}"},
-        "tool_defs": {"big": {"description": "Big.", "kind": "python", "config": {"function": "tests.unit.runtime.test_tool_step:big"}, "side_effect": "none"}},
+        "tool_defs": {
+            "big": {
+                "description": "Big.",
+                "kind": "python",
+                "config": {"function": "tests.unit.runtime.test_tool_step:big"},
+                "side_effect": "none",
+            }
+        },
     }
     inv = invocation("fetch", step, scope={"iteration": 2, "previous": None})
     result = run_tool_step(inv, StepServices(output_store=store))

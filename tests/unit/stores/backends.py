@@ -28,4 +28,3 @@ def serialised_dynamodb_client() -> Any:
     client.meta.events.unregister("before-send", botocore_stubber)
     client.meta.events.register("before-send", handle)
     return client
-

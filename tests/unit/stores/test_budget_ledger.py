@@ -11,12 +11,12 @@ from moto import mock_aws
 from psycopg_pool import ConnectionPool
 
 from switchyard.contract import StepErrorName
-from switchyard.runtime.errors import BudgetExceeded
+from switchyard.runtime.errors import BudgetExceededError
 from switchyard.stores.budget import (
     BudgetLedger,
     DynamoDBBudgetLedger,
-    Reservation,
     PostgresBudgetLedger,
+    Reservation,
     Scope,
     ScopeLimit,
     create_budget_table,
@@ -45,10 +45,16 @@ def run_scope() -> Scope:
 def test_reserve_settle_release_keep_exact_totals(ledger: BudgetLedger) -> None:
     run = run_scope()
     limits = [ScopeLimit(run, DOLLAR)]
-    r1 = ledger.reserve(f"{run.id}:r1", 300_000, limits, owner="s1", model="claude-haiku-4-5", step="wf:a")
+    r1 = ledger.reserve(
+        f"{run.id}:r1", 300_000, limits, owner="s1", model="claude-haiku-4-5", step="wf:a"
+    )
     r2 = ledger.reserve(f"{run.id}:r2", 300_000, limits, owner="s2")
     totals = ledger.totals(run)
-    assert (totals.limit_micros, totals.spent_micros, totals.reserved_micros) == (DOLLAR, 0, 600_000)
+    assert (totals.limit_micros, totals.spent_micros, totals.reserved_micros) == (
+        DOLLAR,
+        0,
+        600_000,
+    )
 
     ledger.settle(r1, 120_000, tokens=900)
     ledger.settle(r1, 120_000, tokens=900)  # a duplicate request settles nothing twice
@@ -65,7 +71,7 @@ def test_a_reservation_that_does_not_fit_is_refused_on_every_scope(ledger: Budge
     run, step = run_scope(), Scope("step", f"s-{uuid.uuid4().hex[:6]}")
     limits = [ScopeLimit(run, DOLLAR), ScopeLimit(step, 200_000)]
     ledger.reserve(f"{run.id}:a", 150_000, limits, owner="o")
-    with pytest.raises(BudgetExceeded) as info:
+    with pytest.raises(BudgetExceededError) as info:
         ledger.reserve(f"{run.id}:b", 100_000, limits, owner="o")
     assert info.value.name is StepErrorName.BUDGET
     assert info.value.scope == step.key
@@ -82,13 +88,15 @@ def test_reserving_an_open_id_twice_reserves_once(ledger: BudgetLedger) -> None:
     assert ledger.totals(run).reserved_micros == 400_000
 
 
-def test_settling_above_the_estimate_records_the_truth_and_blocks_the_next(ledger: BudgetLedger) -> None:
+def test_settling_above_the_estimate_records_the_truth_and_blocks_the_next(
+    ledger: BudgetLedger,
+) -> None:
     run = run_scope()
     x = ledger.reserve(f"{run.id}:x", 500_000, [ScopeLimit(run, DOLLAR)], owner="o")
     ledger.settle(x, 1_100_000)
     totals = ledger.totals(run)
     assert totals.spent_micros == 1_100_000
-    with pytest.raises(BudgetExceeded):
+    with pytest.raises(BudgetExceededError):
         ledger.reserve(f"{run.id}:y", 1, [ScopeLimit(run, DOLLAR)], owner="o")
 
 
@@ -96,7 +104,7 @@ def test_raising_the_limit_lets_a_paused_run_go_on(ledger: BudgetLedger) -> None
     run = run_scope()
     x = ledger.reserve(f"{run.id}:x", 900_000, [ScopeLimit(run, DOLLAR)], owner="o")
     ledger.settle(x, 900_000)
-    with pytest.raises(BudgetExceeded):
+    with pytest.raises(BudgetExceededError):
         ledger.reserve(f"{run.id}:y", 200_000, [ScopeLimit(run, DOLLAR)], owner="o")
     ledger.set_limit(run, 2 * DOLLAR)
     ledger.reserve(f"{run.id}:y", 200_000, [ScopeLimit(run, DOLLAR)], owner="o")
@@ -110,7 +118,7 @@ def test_token_limit_refuses_once_reached(ledger: BudgetLedger) -> None:
     limits = [ScopeLimit(run, None, max_tokens=1_000)]
     t1 = ledger.reserve(f"{run.id}:t1", 10, limits, owner="o")
     ledger.settle(t1, 10, tokens=1_000)
-    with pytest.raises(BudgetExceeded, match="token"):
+    with pytest.raises(BudgetExceededError, match="token"):
         ledger.reserve(f"{run.id}:t2", 10, limits, owner="o")
 
 
@@ -131,7 +139,7 @@ def test_step_attempts_are_counted_once_each_up_to_the_limit(ledger: BudgetLedge
     assert ledger.count_step(run, "a:1", 2) == 1
     assert ledger.count_step(run, "a:1", 2) == 1  # the same attempt again
     assert ledger.count_step(run, "b:1", 2) == 2
-    with pytest.raises(BudgetExceeded, match="step"):
+    with pytest.raises(BudgetExceededError, match="step"):
         ledger.count_step(run, "c:1", 2)
     assert ledger.totals(run).steps == 2
 
@@ -164,7 +172,7 @@ def test_1000_concurrent_reservations_never_overspend_a_dollar(ledger: BudgetLed
         rid = f"{run.id}:{n}"
         try:
             reservation = ledger.reserve(rid, amount, limits, owner=f"{run.id}:step{n % 10}")
-        except BudgetExceeded:
+        except BudgetExceededError:
             with lock:
                 refused.append(rid)
             return

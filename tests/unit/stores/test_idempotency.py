@@ -15,10 +15,10 @@ from moto import mock_aws
 from psycopg_pool import ConnectionPool
 
 from switchyard.contract import StepErrorName
-from switchyard.runtime.errors import HumanRequired, PermanentError, TransientError
+from switchyard.runtime.errors import HumanRequiredError, PermanentError, TransientError
 from switchyard.stores.idempotency import (
     IdempotentCalls,
-    OutcomeUnknown,
+    OutcomeUnknownError,
     PostgresPersistenceLayer,
     create_idempotency_table,
     dynamodb_persistence_layer,
@@ -92,7 +92,9 @@ def test_a_concurrent_duplicate_is_refused_while_in_progress(calls: IdempotentCa
 
     results: list[Any] = []
     first = threading.Thread(
-        target=lambda: results.append(calls.run(key, PAYLOAD, slow, lambda_context=LambdaContext(30_000)))
+        target=lambda: results.append(
+            calls.run(key, PAYLOAD, slow, lambda_context=LambdaContext(30_000))
+        )
     )
     first.start()
     assert started.wait(5)
@@ -122,7 +124,9 @@ def test_a_crashed_attempt_blocks_the_key_until_its_lambda_would_have_timed_out(
     with pytest.raises(Crash):
         calls.run(other, PAYLOAD, crash, lambda_context=LambdaContext(1))
     time.sleep(0.01)  # the crashed attempt's Lambda deadline (1 ms) has passed
-    assert calls.run(other, PAYLOAD, effect, lambda_context=LambdaContext(60_000)) == {"message_id": "m-1"}
+    assert calls.run(other, PAYLOAD, effect, lambda_context=LambdaContext(60_000)) == {
+        "message_id": "m-1"
+    }
 
 
 def test_a_changed_payload_under_the_same_key_is_caught(calls: IdempotentCalls) -> None:
@@ -154,7 +158,7 @@ def test_non_idempotent_call_after_a_crash_goes_to_a_person(calls: IdempotentCal
     with pytest.raises(Crash):
         calls.run(key, PAYLOAD, crash, non_idempotent=True, lambda_context=LambdaContext(1))
     time.sleep(0.01)
-    with pytest.raises(HumanRequired) as info:
+    with pytest.raises(HumanRequiredError) as info:
         calls.run(key, PAYLOAD, effect, non_idempotent=True, call_id="c-1")
     assert info.value.name is StepErrorName.HUMAN_REQUIRED
     assert info.value.request.kind == "unknown_outcome"
@@ -168,9 +172,9 @@ def test_non_idempotent_call_after_a_crash_goes_to_a_person(calls: IdempotentCal
 
 def test_unknown_outcome_of_a_non_idempotent_call_goes_to_a_person(calls: IdempotentCalls) -> None:
     def lost() -> dict[str, Any]:
-        raise OutcomeUnknown("read timeout after the request was sent")
+        raise OutcomeUnknownError("read timeout after the request was sent")
 
-    with pytest.raises(HumanRequired) as info:
+    with pytest.raises(HumanRequiredError) as info:
         calls.run(new_key(), PAYLOAD, lost, non_idempotent=True)
     assert info.value.request.kind == "unknown_outcome"
     # An idempotent call with an unknown outcome is simply retried (its key protects it).

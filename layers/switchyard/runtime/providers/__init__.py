@@ -9,10 +9,10 @@ from switchyard.runtime.providers.anthropic_api import AnthropicProvider
 from switchyard.runtime.providers.base import (
     CallKey,
     ContentBlock,
+    ModelOverloadedError,
     ModelProvider,
     ModelRequest,
     ModelResponse,
-    Overloaded,
     ToolSpec,
 )
 from switchyard.runtime.providers.bedrock import BedrockProvider
@@ -43,10 +43,10 @@ __all__ = [
     "BedrockProvider",
     "CallKey",
     "ContentBlock",
+    "ModelOverloadedError",
     "ModelProvider",
     "ModelRequest",
     "ModelResponse",
-    "Overloaded",
     "ScriptedProvider",
     "ToolSpec",
     "call_model",

@@ -123,7 +123,7 @@ class ModelProvider(Protocol):
     def complete(self, request: ModelRequest) -> ModelResponse: ...
 
 
-class Overloaded(TransientError):
+class ModelOverloadedError(TransientError):
     """The provider is overloaded or down for this model; another model may answer."""
 
 

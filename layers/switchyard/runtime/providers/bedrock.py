@@ -7,7 +7,7 @@ from typing import Any
 
 import anthropic
 
-from switchyard.runtime.models_catalog import ModelCatalog, UnknownModel, default_catalog
+from switchyard.runtime.models_catalog import ModelCatalog, UnknownModelError, default_catalog
 from switchyard.runtime.providers.base import ModelRequest, ModelResponse
 from switchyard.runtime.providers.messages_api import create_message
 
@@ -60,10 +60,10 @@ class BedrockProvider:
             info = catalog.get(model)
             if info.bedrock_id:
                 return info.bedrock_id
-            raise UnknownModel(f"model {model!r} has no bedrock_id in the model catalog")
+            raise UnknownModelError(f"model {model!r} has no bedrock_id in the model catalog")
         if "anthropic." in model:
             return model
-        catalog.get(model)  # raises UnknownModel with the list of known models
+        catalog.get(model)  # raises UnknownModelError with the list of known models
         return model
 
     def complete(self, request: ModelRequest) -> ModelResponse:

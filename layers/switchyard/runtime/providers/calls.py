@@ -11,8 +11,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from switchyard.runtime.clock import Deadline
-from switchyard.runtime.errors import RateLimited, StepTimeout
-from switchyard.runtime.providers.base import ModelProvider, ModelRequest, ModelResponse, Overloaded
+from switchyard.runtime.errors import RateLimitedError, StepTimeoutError
+from switchyard.runtime.providers.base import (
+    ModelOverloadedError,
+    ModelProvider,
+    ModelRequest,
+    ModelResponse,
+)
 from switchyard.runtime.rate_limits import RateLimitGate
 
 
@@ -26,25 +31,27 @@ def call_model(
 ) -> ModelResponse:
     """The first answer among `request.model` and its fallbacks."""
     gate = gate or RateLimitGate()
-    last: Overloaded | None = None
+    last: ModelOverloadedError | None = None
     for model in (request.model, *fallback_models):
         attempt = replace(request, model=model)
         if deadline is not None:
             remaining = deadline.remaining() - gate.margin
             if remaining <= 0:
-                raise StepTimeout(f"no time left to call {model}")
+                raise StepTimeoutError(f"no time left to call {model}")
             timeout = remaining if request.timeout is None else min(request.timeout, remaining)
             attempt = replace(attempt, timeout=timeout)
         gate.wait(provider.name, model, deadline)
         try:
             return provider.complete(attempt)
-        except RateLimited as exc:
+        except RateLimitedError as exc:
             gate.record(provider.name, model, exc.retry_after)
             raise
-        except Overloaded as exc:
+        except ModelOverloadedError as exc:
             last = exc
             continue
     assert last is not None
     if fallback_models:
-        raise Overloaded(f"{last.message} (fallback models {', '.join(fallback_models)} too)")
+        raise ModelOverloadedError(
+            f"{last.message} (fallback models {', '.join(fallback_models)} too)"
+        )
     raise last

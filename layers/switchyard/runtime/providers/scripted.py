@@ -31,21 +31,21 @@ import yaml
 
 from switchyard.contract import Usage
 from switchyard.runtime.errors import (
-    BudgetExceeded,
-    InvalidOutput,
+    BudgetExceededError,
+    InvalidOutputError,
     PermanentError,
-    PolicyViolation,
-    RateLimited,
+    PolicyViolationError,
+    RateLimitedError,
     StepError,
-    StepTimeout,
+    StepTimeoutError,
     TransientError,
 )
 from switchyard.runtime.providers.base import (
     CallKey,
     ContentBlock,
+    ModelOverloadedError,
     ModelRequest,
     ModelResponse,
-    Overloaded,
     estimate_tokens,
     request_text,
 )
@@ -65,13 +65,13 @@ _ENTRY_KEYS = {
     "tool_use",
 }
 _ERRORS: dict[str, type[StepError]] = {
-    "rate_limit": RateLimited,
+    "rate_limit": RateLimitedError,
     "transient": TransientError,
-    "overloaded": Overloaded,
-    "timeout": StepTimeout,
-    "invalid_output": InvalidOutput,
-    "budget": BudgetExceeded,
-    "policy": PolicyViolation,
+    "overloaded": ModelOverloadedError,
+    "timeout": StepTimeoutError,
+    "invalid_output": InvalidOutputError,
+    "budget": BudgetExceededError,
+    "policy": PolicyViolationError,
     "permanent": PermanentError,
 }
 
@@ -80,7 +80,9 @@ class ScriptError(ValueError):
     """A script file that does not follow the format."""
 
 
-def load_script(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+def load_script(
+    source: str | os.PathLike[str] | Mapping[str, Any],
+) -> dict[str, list[dict[str, Any]]]:
     """Read and check a script (a path to YAML/JSON, or the already-parsed mapping)."""
     if isinstance(source, Mapping):
         data: Any = dict(source)
@@ -188,8 +190,13 @@ class ScriptedProvider:
 
 def _scripted_error(entry: Mapping[str, Any], request: ModelRequest) -> StepError:
     kind = str(entry["error"])
-    message = str(entry.get("message") or f"scripted {kind} for step {request.key.step_id if request.key else '?'}")
+    message = str(
+        entry.get("message")
+        or f"scripted {kind} for step {request.key.step_id if request.key else '?'}"
+    )
     if kind == "rate_limit":
         retry_after = entry.get("retry_after")
-        return RateLimited(message, retry_after=float(retry_after) if retry_after is not None else None)
+        return RateLimitedError(
+            message, retry_after=float(retry_after) if retry_after is not None else None
+        )
     return _ERRORS[kind](message)

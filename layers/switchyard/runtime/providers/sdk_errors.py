@@ -1,17 +1,17 @@
 """Exceptions of the `anthropic` SDK (direct and Bedrock) as step runtime errors.
 
-    429                               rate_limit, with the Retry-After the response carried
-    529 overloaded, other 5xx         transient (Overloaded: fallback models may answer)
-    408, connection errors, timeouts  transient
-    context length, other 4xx         permanent
+429                               rate_limit, with the Retry-After the response carried
+529 overloaded, other 5xx         transient (ModelOverloadedError: fallback models may answer)
+408, connection errors, timeouts  transient
+context length, other 4xx         permanent
 """
 
 from __future__ import annotations
 
 import anthropic
 
-from switchyard.runtime.errors import PermanentError, RateLimited, StepError, TransientError
-from switchyard.runtime.providers.base import Overloaded
+from switchyard.runtime.errors import PermanentError, RateLimitedError, StepError, TransientError
+from switchyard.runtime.providers.base import ModelOverloadedError
 
 
 def retry_after_seconds(headers: object) -> float | None:
@@ -41,13 +41,13 @@ def map_sdk_error(exc: Exception, *, provider: str, model: str) -> StepError:
     where = f"{provider} {model}"
     if isinstance(exc, anthropic.RateLimitError):
         seconds = retry_after_seconds(exc.response.headers)
-        return RateLimited(f"{where}: rate limited: {_api_message(exc)}", retry_after=seconds)
+        return RateLimitedError(f"{where}: rate limited: {_api_message(exc)}", retry_after=seconds)
     if isinstance(exc, anthropic.APIStatusError):
         status = exc.status_code
         if status == 529 or exc.type == "overloaded_error":
-            return Overloaded(f"{where}: overloaded: {_api_message(exc)}")
+            return ModelOverloadedError(f"{where}: overloaded: {_api_message(exc)}")
         if status >= 500:
-            return Overloaded(f"{where}: server error {status}: {_api_message(exc)}")
+            return ModelOverloadedError(f"{where}: server error {status}: {_api_message(exc)}")
         if status == 408:
             return TransientError(f"{where}: request timeout: {_api_message(exc)}")
         text = _api_message(exc)

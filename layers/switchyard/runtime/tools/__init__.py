@@ -1,4 +1,4 @@
-"""Tools: the built-ins, declared http/python/lambda tools, and the gateway every call goes through."""
+"""Tools: built-ins, declared http/python/lambda tools, and the gateway all calls go through."""
 
 from switchyard.runtime.tools.base import CallInfo, SecretResolver, Tool, ToolEnvironment
 from switchyard.runtime.tools.gateway import (

@@ -26,12 +26,12 @@ from switchyard.model import SideEffect
 from switchyard.model.builtin_tools import BUILTIN_TOOLS
 from switchyard.runtime.errors import (
     PermanentError,
-    RateLimited,
+    RateLimitedError,
     StepError,
     TransientError,
 )
 from switchyard.runtime.tools.base import EVENT_BUS_ENV, CallInfo, ToolEnvironment
-from switchyard.stores.idempotency import OutcomeUnknown
+from switchyard.stores.idempotency import OutcomeUnknownError
 
 T = TypeVar("T")
 _THROTTLED = {
@@ -54,14 +54,14 @@ def aws_call(tool: str, action: Callable[[], T]) -> T:
         status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
         message = f"{tool}: {code}: {error.get('Message', '')}"
         if code in _THROTTLED or status == 429:
-            raise RateLimited(message) from None
+            raise RateLimitedError(message) from None
         if status >= 500 or code in ("ServiceUnavailable", "InternalError", "InternalFailure"):
             raise TransientError(message) from None
         raise PermanentError(message) from None
     except (EndpointConnectionError, ConnectTimeoutError) as exc:
         raise TransientError(f"{tool}: could not connect: {exc}") from None
     except (ReadTimeoutError, ConnectionClosedError) as exc:
-        raise OutcomeUnknown(f"{tool}: no answer after sending: {exc}") from None
+        raise OutcomeUnknownError(f"{tool}: no answer after sending: {exc}") from None
 
 
 def _text(value: Any) -> str:
@@ -87,7 +87,9 @@ class S3GetTool(BuiltinTool):
 
     def invoke(self, args: dict[str, Any], env: ToolEnvironment, call: CallInfo) -> Any:
         s3 = env.aws("s3")
-        response = aws_call(self.name, lambda: s3.get_object(Bucket=args["bucket"], Key=args["key"]))
+        response = aws_call(
+            self.name, lambda: s3.get_object(Bucket=args["bucket"], Key=args["key"])
+        )
         data: bytes = response["Body"].read()
         try:
             return {"body": data.decode("utf-8")}
@@ -124,9 +126,11 @@ class SqsSendTool(BuiltinTool):
     def invoke(self, args: dict[str, Any], env: ToolEnvironment, call: CallInfo) -> Any:
         sqs = env.aws("sqs")
         queue = str(args["queue"])
-        url = queue if queue.startswith("https://") or queue.startswith("http://") else aws_call(
-            self.name, lambda: sqs.get_queue_url(QueueName=queue)
-        )["QueueUrl"]
+        url = (
+            queue
+            if queue.startswith("https://") or queue.startswith("http://")
+            else aws_call(self.name, lambda: sqs.get_queue_url(QueueName=queue))["QueueUrl"]
+        )
         request: dict[str, Any] = {"QueueUrl": url, "MessageBody": _text(args["message"])}
         if args.get("group_id"):
             # FIFO queues drop a duplicate with the same deduplication id for five minutes.
@@ -181,7 +185,7 @@ class EventsPutTool(BuiltinTool):
         if response.get("FailedEntryCount") or "EventId" not in result:
             code = result.get("ErrorCode", "")
             error: StepError = (
-                RateLimited(f"events.put: {code}")
+                RateLimitedError(f"events.put: {code}")
                 if "Throttl" in code
                 else PermanentError(f"events.put: {code}: {result.get('ErrorMessage', '')}")
             )
@@ -207,15 +211,21 @@ class EmailSendTool(BuiltinTool):
             self.name,
             lambda: ses.send_email(
                 Source=args.get("from") or env.sender(),
-                Destination={"ToAddresses": addresses(args["to"]), "CcAddresses": addresses(args.get("cc"))},
-                Message={"Subject": {"Data": args.get("subject", ""), "Charset": "UTF-8"}, "Body": body},
+                Destination={
+                    "ToAddresses": addresses(args["to"]),
+                    "CcAddresses": addresses(args.get("cc")),
+                },
+                Message={
+                    "Subject": {"Data": args.get("subject", ""), "Charset": "UTF-8"},
+                    "Body": body,
+                },
             ),
         )
         return {"message_id": response["MessageId"]}
 
 
 _ERROR_NAMES: dict[str, type[StepError]] = {
-    "rate_limit": RateLimited,
+    "rate_limit": RateLimitedError,
     "transient": TransientError,
     "permanent": PermanentError,
 }
@@ -248,6 +258,8 @@ class LambdaTool:
         payload = json.loads(raw) if raw else None
         if response.get("FunctionError"):
             error_type = str((payload or {}).get("errorType", ""))
-            message = f"{self.name}: {self.function} failed: {(payload or {}).get('errorMessage', '')}"
+            message = (
+                f"{self.name}: {self.function} failed: {(payload or {}).get('errorMessage', '')}"
+            )
             raise _ERROR_NAMES.get(error_type, PermanentError)(message)
         return payload

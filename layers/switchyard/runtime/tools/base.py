@@ -60,7 +60,10 @@ class SecretResolver:
     """Secrets by name: `SWITCHYARD_SECRET_<NAME>` first, else Secrets Manager (cached)."""
 
     def __init__(
-        self, *, values: Mapping[str, str] | None = None, client_factory: Callable[[], Any] | None = None
+        self,
+        *,
+        values: Mapping[str, str] | None = None,
+        client_factory: Callable[[], Any] | None = None,
     ) -> None:
         self._values = dict(values or {})
         self._client_factory = client_factory

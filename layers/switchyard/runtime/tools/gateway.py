@@ -34,10 +34,10 @@ from switchyard.contract import HumanRequest, RunContext
 from switchyard.model import SideEffect
 from switchyard.runtime.clock import Deadline
 from switchyard.runtime.errors import (
-    HumanRequired,
+    HumanRequiredError,
     PermanentError,
-    PolicyViolation,
-    Rejected,
+    PolicyViolationError,
+    RejectedError,
     StepError,
 )
 from switchyard.runtime.tools.base import CallInfo, Tool, ToolEnvironment, canonical_json
@@ -96,11 +96,11 @@ def call_id_for(idempotency_key: str, request: ToolRequest) -> str:
 
 
 def _outcome(error: StepError) -> str:
-    if isinstance(error, PolicyViolation):
+    if isinstance(error, PolicyViolationError):
         return "refused"
-    if isinstance(error, HumanRequired):
+    if isinstance(error, HumanRequiredError):
         return "human_required"
-    if isinstance(error, Rejected):
+    if isinstance(error, RejectedError):
         return "rejected"
     return "error"
 
@@ -140,14 +140,14 @@ class ToolGateway:
         name = request.tool
         if scope.allowed is not None and name not in scope.allowed:
             listed = ", ".join(sorted(scope.allowed)) or "none"
-            raise PolicyViolation(
+            raise PolicyViolationError(
                 f"step {scope.step_id} may not call tool {name!r} (its tools: {listed})", tool=name
             )
         tool = self.registry.get(name)
         _validate_args(tool, request.args)
         decision = self.stores.decisions.get(scope.run.id, call_id)
         if decision is not None and decision.decision == "rejected":
-            raise Rejected(
+            raise RejectedError(
                 f"a person rejected this call of {name}"
                 + (f": {decision.note}" if decision.note else "")
             )
@@ -173,16 +173,16 @@ class ToolGateway:
             scope.run.id, call_id, request.tool, _hash(canonical_json(request.args))
         )
         policy = definition.policy if definition is not None else None
-        if policy is not None and policy.max_calls_per_run is not None:
-            if counts.tool_calls > policy.max_calls_per_run:
-                raise PolicyViolation(
-                    f"tool {request.tool} may be called {policy.max_calls_per_run} times per run; "
-                    f"this would be call {counts.tool_calls}",
-                    tool=request.tool,
-                )
+        limit = policy.max_calls_per_run if policy is not None else None
+        if limit is not None and counts.tool_calls > limit:
+            raise PolicyViolationError(
+                f"tool {request.tool} may be called {limit} times per run; "
+                f"this would be call {counts.tool_calls}",
+                tool=request.tool,
+            )
         approved = decision is not None and decision.decision == "approved"
         if counts.same_arguments >= LOOP_LIMIT and not approved:
-            raise HumanRequired(
+            raise HumanRequiredError(
                 HumanRequest(
                     kind="loop",
                     reason=f"tool {request.tool} was called {counts.same_arguments} times in this "
@@ -197,13 +197,14 @@ class ToolGateway:
             try:
                 needs_approval = evaluate(policy.require_approval_if, context)
             except ConditionError as exc:
-                raise PermanentError(f"tool {request.tool}: bad require_approval_if: {exc}") from None
+                raise PermanentError(
+                    f"tool {request.tool}: bad require_approval_if: {exc}"
+                ) from None
             if needs_approval:
-                raise HumanRequired(
+                raise HumanRequiredError(
                     HumanRequest(
                         kind="tool_approval",
-                        reason=f"tool {request.tool} needs approval "
-                        f"({policy.require_approval_if})",
+                        reason=f"tool {request.tool} needs approval ({policy.require_approval_if})",
                         tool=request.tool,
                         args=request.args,
                         call_id=call_id,
@@ -276,9 +277,12 @@ def _run(scope: CallScope) -> dict[str, Any]:
 
 def _validate_args(tool: Tool, args: Mapping[str, Any]) -> None:
     validator = jsonschema_rs.validator_for(tool.input_schema)
-    errors = [f"{'/'.join(map(str, e.instance_path)) or '(top)'}: {e.message}" for e in validator.iter_errors(dict(args))]
+    errors = [
+        f"{'/'.join(map(str, e.instance_path)) or '(top)'}: {e.message}"
+        for e in validator.iter_errors(dict(args))
+    ]
     if errors:
-        raise PolicyViolation(
+        raise PolicyViolationError(
             f"arguments of tool {tool.name} do not match its input_schema: {'; '.join(errors[:5])}",
             tool=tool.name,
         )

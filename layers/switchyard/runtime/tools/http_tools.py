@@ -21,10 +21,15 @@ import httpx
 
 from switchyard.model import SideEffect
 from switchyard.model.builtin_tools import BUILTIN_TOOLS
-from switchyard.runtime.errors import PermanentError, PolicyViolation, RateLimited, TransientError
+from switchyard.runtime.errors import (
+    PermanentError,
+    PolicyViolationError,
+    RateLimitedError,
+    TransientError,
+)
 from switchyard.runtime.rendering import render
 from switchyard.runtime.tools.base import CallInfo, ToolEnvironment
-from switchyard.stores.idempotency import OutcomeUnknown
+from switchyard.stores.idempotency import OutcomeUnknownError
 
 _READS = {"GET", "HEAD", "OPTIONS"}
 
@@ -57,9 +62,9 @@ def send_request(
     method = method.upper()
     host = urlsplit(url).hostname or ""
     if urlsplit(url).scheme not in ("http", "https"):
-        raise PolicyViolation(f"{tool}: only http and https URLs may be called", tool=tool)
+        raise PolicyViolationError(f"{tool}: only http and https URLs may be called", tool=tool)
     if check_host and not env.host_allowed(host):
-        raise PolicyViolation(f"{tool}: host {host!r} is not on the allow-list", tool=tool)
+        raise PolicyViolationError(f"{tool}: host {host!r} is not on the allow-list", tool=tool)
     sent_headers = dict(headers or {})
     if method not in _READS:
         sent_headers.setdefault("Idempotency-Key", call.idempotency_key)
@@ -76,13 +81,18 @@ def send_request(
             )
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
         raise TransientError(f"{tool}: could not connect to {host}: {exc}") from None
-    except (httpx.TimeoutException, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-        raise OutcomeUnknown(f"{tool}: {method} {url} got no answer: {exc}") from None
+    except (
+        httpx.TimeoutException,
+        httpx.RemoteProtocolError,
+        httpx.ReadError,
+        httpx.WriteError,
+    ) as exc:
+        raise OutcomeUnknownError(f"{tool}: {method} {url} got no answer: {exc}") from None
     except httpx.HTTPError as exc:
         raise TransientError(f"{tool}: {method} {url} failed: {exc}") from None
     status = response.status_code
     if status == 429:
-        raise RateLimited(f"{tool}: {host} answered 429", retry_after=_retry_after(response))
+        raise RateLimitedError(f"{tool}: {host} answered 429", retry_after=_retry_after(response))
     if status >= 500:
         raise TransientError(f"{tool}: {host} answered {status}")
     if status >= 400:

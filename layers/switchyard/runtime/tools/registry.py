@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from switchyard.model import ToolDef
-from switchyard.runtime.errors import PolicyViolation
+from switchyard.runtime.errors import PolicyViolationError
 from switchyard.runtime.tools.aws_tools import (
     EmailSendTool,
     EventsPutTool,
@@ -37,18 +37,26 @@ def declared_tool(name: str, definition: ToolDef) -> Tool:
     side_effect = definition.effective_side_effect()
     if definition.kind == "http":
         return DeclaredHttpTool(
-            name, definition.description, definition.input_schema, dict(definition.config), side_effect
+            name,
+            definition.description,
+            definition.input_schema,
+            dict(definition.config),
+            side_effect,
         )
     function = str(definition.config["function"])
     if definition.kind == "python":
-        return PythonTool(name, definition.description, definition.input_schema, function, side_effect)
+        return PythonTool(
+            name, definition.description, definition.input_schema, function, side_effect
+        )
     return LambdaTool(name, definition.description, definition.input_schema, function, side_effect)
 
 
 class ToolRegistry:
     """The tools one step can reach: the built-ins and its workflow's declared tools."""
 
-    def __init__(self, definitions: Mapping[str, ToolDef | Mapping[str, Any]] | None = None) -> None:
+    def __init__(
+        self, definitions: Mapping[str, ToolDef | Mapping[str, Any]] | None = None
+    ) -> None:
         self.definitions: dict[str, ToolDef] = {
             name: d if isinstance(d, ToolDef) else ToolDef.model_validate(d)
             for name, d in (definitions or {}).items()
@@ -60,7 +68,7 @@ class ToolRegistry:
         if name in BUILTINS:
             tool: Tool = BUILTINS[name]()
             return tool
-        raise PolicyViolation(f"there is no tool named {name!r}", tool=name)
+        raise PolicyViolationError(f"there is no tool named {name!r}", tool=name)
 
     def definition(self, name: str) -> ToolDef | None:
         return self.definitions.get(name)

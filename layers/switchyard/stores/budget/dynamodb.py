@@ -285,9 +285,7 @@ class DynamoDBBudgetLedger(BudgetLedger):
             item = self._get(pk)
             if item is None:
                 values: dict[str, Any] = {":h": _n(new_limit), ":zero": _n(0)}
-                update = (
-                    "SET headroom = :h, reserved = :zero, spent = :zero, tokens = :zero"
-                )
+                update = "SET headroom = :h, reserved = :zero, spent = :zero, tokens = :zero"
                 if max_micros is not None:
                     update += ", #limit = :h"
                 try:
@@ -297,7 +295,11 @@ class DynamoDBBudgetLedger(BudgetLedger):
                         UpdateExpression=update,
                         ConditionExpression="attribute_not_exists(pk)",
                         ExpressionAttributeValues=values,
-                        **({"ExpressionAttributeNames": {"#limit": "limit"}} if max_micros is not None else {}),
+                        **(
+                            {"ExpressionAttributeNames": {"#limit": "limit"}}
+                            if max_micros is not None
+                            else {}
+                        ),
                     )
                     return
                 except self._client.exceptions.ConditionalCheckFailedException:

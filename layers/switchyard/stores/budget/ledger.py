@@ -1,11 +1,11 @@
-"""The budget ledger: atomic reserve / settle / release of money against run, step and tenant scopes.
+"""The budget ledger: atomic reserve / settle / release of money on run, step, tenant scopes.
 
 Before a model call the runtime reserves its estimated cost on every scope that limits it (the run,
 the step, the tenant's day). A reservation fits only if, on every scope, what is spent plus what is
 reserved plus the new amount stays within the limit; otherwise nothing is reserved anywhere and
-`BudgetExceeded` is raised. Parallel branches therefore cannot overspend together. After the call
-the reservation is settled to the real cost (which may exceed the estimate: the truth is recorded,
-and the next reservation is refused), or released if the call never happened.
+`BudgetExceededError` is raised. Parallel branches therefore cannot overspend together. After the
+call the reservation is settled to the real cost (which may exceed the estimate: the truth is
+recorded, and the next reservation is refused), or released if the call never happened.
 
 Money is integer micro-dollars. Every operation is idempotent by its id, because a Lambda may be
 invoked twice for one attempt. A scope's money limit is fixed by the first reservation made on it
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from switchyard.runtime.errors import BudgetExceeded
+from switchyard.runtime.errors import BudgetExceededError
 
 ScopeKind = Literal["run", "step", "tenant_day"]
 
@@ -76,22 +76,22 @@ def exceeded(
     reserved: int,
     tokens: int | None = None,
     max_tokens: int | None = None,
-) -> BudgetExceeded:
+) -> BudgetExceededError:
     """The error for a refused reservation, with the numbers an operator needs."""
     if max_tokens is not None and tokens is not None and tokens >= max_tokens:
-        return BudgetExceeded(
+        return BudgetExceededError(
             f"token budget of {scope} exhausted: {tokens} of {max_tokens} tokens used",
             scope=scope,
         )
-    return BudgetExceeded(
+    return BudgetExceededError(
         f"budget of {scope} exceeded: ${spent / 1e6:.6f} spent and ${reserved / 1e6:.6f} reserved "
         f"of ${(limit or 0) / 1e6:.6f}; ${amount / 1e6:.6f} more does not fit",
         scope=scope,
     )
 
 
-def exceeded_steps(scope: str, max_steps: int) -> BudgetExceeded:
-    return BudgetExceeded(
+def exceeded_steps(scope: str, max_steps: int) -> BudgetExceededError:
+    return BudgetExceededError(
         f"step budget of {scope} exhausted: {max_steps} step attempts allowed", scope=scope
     )
 
@@ -110,7 +110,7 @@ class BudgetLedger(ABC):
         model: str | None = None,
         step: str | None = None,
     ) -> Reservation:
-        """Reserve `amount_micros` on every scope, or on none (raises `BudgetExceeded`).
+        """Reserve `amount_micros` on every scope, or on none (raises `BudgetExceededError`).
 
         `owner` is the step key whose attempts make the reservation (see `release_open`);
         `model` and `step` feed the historical average when the reservation is settled.
@@ -133,7 +133,7 @@ class BudgetLedger(ABC):
     def count_step(self, scope: Scope, attempt_id: str, max_steps: int | None) -> int:
         """Count one step attempt on `scope` (idempotent by `attempt_id`); the new count.
 
-        Raises `BudgetExceeded` when the count would pass `max_steps`.
+        Raises `BudgetExceededError` when the count would pass `max_steps`.
         """
 
     @abstractmethod

@@ -25,7 +25,7 @@ from switchyard.stores.budget.ledger import (
 )
 
 
-class _Refused(Exception):
+class _RefusedError(Exception):
     def __init__(self, error: Exception) -> None:
         self.error = error
 
@@ -67,7 +67,7 @@ class PostgresBudgetLedger(BudgetLedger):
                     return Reservation(row[0], row[1], tuple(row[2]), int(row[3]))
                 for limit in ordered:
                     self._take(conn, limit, amount_micros)
-        except _Refused as refused:
+        except _RefusedError as refused:
             raise refused.error from None
         return Reservation(reservation_id, owner, tuple(keys), amount_micros)
 
@@ -95,7 +95,7 @@ class PostgresBudgetLedger(BudgetLedger):
                 (key,),
             ).fetchone()
             assert current is not None
-            raise _Refused(
+            raise _RefusedError(
                 exceeded(
                     key,
                     amount=amount,
@@ -191,9 +191,9 @@ class PostgresBudgetLedger(BudgetLedger):
                     (key, max_steps, max_steps),
                 ).fetchone()
                 if counted is None:
-                    raise _Refused(exceeded_steps(key, max_steps or 0))
+                    raise _RefusedError(exceeded_steps(key, max_steps or 0))
                 return int(counted[0])
-        except _Refused as refused:
+        except _RefusedError as refused:
             raise refused.error from None
 
     def set_limit(self, scope: Scope, max_micros: int | None) -> None:
@@ -237,4 +237,3 @@ class PostgresBudgetLedger(BudgetLedger):
         if row is None or not row[0]:
             return None
         return -(-int(row[1]) // int(row[0]))  # rounded up
-

@@ -5,13 +5,13 @@ from switchyard.stores.idempotency.dynamodb import (
     create_idempotency_table,
     dynamodb_persistence_layer,
 )
-from switchyard.stores.idempotency.once import IdempotentCalls, OutcomeUnknown, RemainingTime
+from switchyard.stores.idempotency.once import IdempotentCalls, OutcomeUnknownError, RemainingTime
 from switchyard.stores.idempotency.postgres import PostgresPersistenceLayer
 
 __all__ = [
     "IDEMPOTENCY_TABLE_ENV",
     "IdempotentCalls",
-    "OutcomeUnknown",
+    "OutcomeUnknownError",
     "PostgresPersistenceLayer",
     "RemainingTime",
     "create_idempotency_table",

@@ -38,7 +38,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 
 from switchyard.contract import HumanRequest
 from switchyard.runtime.errors import (
-    HumanRequired,
+    HumanRequiredError,
     PermanentError,
     StepError,
     TransientError,
@@ -64,7 +64,7 @@ class RemainingTime:
         return self.millis
 
 
-class OutcomeUnknown(TransientError):
+class OutcomeUnknownError(TransientError):
     """The request went out and no answer came back: it may or may not have taken effect."""
 
 
@@ -129,7 +129,7 @@ class IdempotentCalls:
         def once(data: dict[str, Any]) -> dict[str, Any]:
             try:
                 return {"result": call()}
-            except OutcomeUnknown as exc:
+            except OutcomeUnknownError as exc:
                 if non_idempotent:
                     raise _unknown_outcome(describe, data, exc.message, name) from exc
                 raise
@@ -152,7 +152,7 @@ class IdempotentCalls:
     def _refuse_after_crash(
         self, config: IdempotencyConfig, data: dict[str, Any], describe: str, call_id: str
     ) -> None:
-        """A non-idempotent call whose earlier attempt started and never finished goes to a person."""
+        """A non-idempotent call that an earlier attempt started and never finished: a person."""
         self.persistence.configure(config, key_prefix=self.key_prefix)
         try:
             record = self.persistence.get_record(data=data)
@@ -173,7 +173,7 @@ class IdempotentCalls:
 
 def _unknown_outcome(describe: str, data: dict[str, Any], why: str, call_id: str) -> StepError:
     payload = data.get("payload") or {}
-    return HumanRequired(
+    return HumanRequiredError(
         HumanRequest(
             kind="unknown_outcome",
             reason=f"{describe} is not safe to repeat and its outcome is unknown: {why}. "

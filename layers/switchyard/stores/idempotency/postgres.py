@@ -20,7 +20,9 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 from psycopg_pool import ConnectionPool
 
-_COLUMNS = "key, status, expiry_timestamp, in_progress_expiry_timestamp, response_data, payload_hash"
+_COLUMNS = (
+    "key, status, expiry_timestamp, in_progress_expiry_timestamp, response_data, payload_hash"
+)
 
 
 def _record(row: tuple[Any, ...]) -> DataRecord:

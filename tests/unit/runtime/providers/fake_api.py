@@ -90,10 +90,7 @@ class FakeClaude:
     def handle(self, request: httpx2.Request) -> httpx2.Response:
         body = json.loads(request.content or b"{}")
         path = unquote(request.url.path)
-        if path.startswith("/model/"):
-            model = path.split("/")[2]
-        else:
-            model = body.get("model", "")
+        model = path.split("/")[2] if path.startswith("/model/") else body.get("model", "")
         self.requests.append((model, body))
         queue = self.replies.get(model)
         if not queue:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from switchyard.contract import StepErrorName
-from switchyard.runtime.errors import PermanentError, RateLimited, TransientError
+from switchyard.runtime.errors import PermanentError, RateLimitedError, TransientError
 from switchyard.runtime.providers import CallKey, ModelRequest, ScriptedProvider
 from switchyard.runtime.providers.scripted import ScriptError, load_script, position
 
@@ -53,7 +53,7 @@ def test_structured_output_with_given_token_counts(provider: ScriptedProvider) -
 
 def test_entries_are_used_one_per_attempt_and_the_last_repeats(provider: ScriptedProvider) -> None:
     assert ask(provider, "research", attempt=1).text.startswith("The customer")  # type: ignore[attr-defined]
-    with pytest.raises(RateLimited) as info:
+    with pytest.raises(RateLimitedError) as info:
         ask(provider, "research", attempt=2)
     assert info.value.retry_after == 1.0 and info.value.name is StepErrorName.RATE_LIMIT
     assert ask(provider, "research", attempt=3).text == "second answer"  # type: ignore[attr-defined]
@@ -69,11 +69,11 @@ def test_the_same_key_always_gets_the_same_entry(tmp_path: Path) -> None:
         key = {"attempt": attempt}
         try:
             a = ask(first, "research", **key).text  # type: ignore[attr-defined]
-        except RateLimited:
+        except RateLimitedError:
             a = "rate_limit"
         try:
             b = ask(second, "research", **key).text  # type: ignore[attr-defined]
-        except RateLimited:
+        except RateLimitedError:
             b = "rate_limit"
         assert a == b
 
@@ -90,7 +90,10 @@ def test_token_counts_default_to_an_estimate(provider: ScriptedProvider) -> None
 
 
 def test_router_entries_and_unknown_steps(provider: ScriptedProvider) -> None:
-    assert ask(provider, "route").structured == {"route": "billing", "reason": "mentions an invoice"}  # type: ignore[attr-defined]
+    assert ask(provider, "route").structured == {
+        "route": "billing",
+        "reason": "mentions an invoice",
+    }  # type: ignore[attr-defined]
     with pytest.raises(PermanentError, match="no entries for step 'nope'"):
         ask(provider, "nope")
 

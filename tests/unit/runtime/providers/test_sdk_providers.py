@@ -10,13 +10,13 @@ from moto import mock_aws
 
 from switchyard.contract import StepErrorName
 from switchyard.runtime.clock import Deadline, ManualClock
-from switchyard.runtime.errors import PermanentError, RateLimited, StepError, TransientError
+from switchyard.runtime.errors import PermanentError, RateLimitedError, StepError, TransientError
 from switchyard.runtime.providers import (
     AnthropicProvider,
     BedrockProvider,
     CallKey,
+    ModelOverloadedError,
     ModelRequest,
-    Overloaded,
     ToolSpec,
     call_model,
 )
@@ -52,7 +52,11 @@ def test_usage_with_cache_tokens_is_recorded(kind: str) -> None:
     fake = FakeClaude()
     fake.queue(
         wire_model(kind, "claude-sonnet-4-5"),
-        ok(text_message("billing", input_tokens=35, output_tokens=4, cache_read=2048, cache_write=10)),
+        ok(
+            text_message(
+                "billing", input_tokens=35, output_tokens=4, cache_read=2048, cache_write=10
+            )
+        ),
     )
     response = fake.provider(kind).complete(request(temperature=0.2))
     assert response.text == "billing"
@@ -91,7 +95,11 @@ def test_tool_use_turn_is_returned_as_blocks(kind: str) -> None:
     response = fake.provider(kind).complete(request(tools=(tool,)))
     assert response.stop_reason == "tool_use"
     [use] = response.tool_uses
-    assert (use.id, use.name, use.input) == ("toolu_01A09q90qw90lq917835lq9", "lookup_order", {"order_id": "A-17"})
+    assert (use.id, use.name, use.input) == (
+        "toolu_01A09q90qw90lq917835lq9",
+        "lookup_order",
+        {"order_id": "A-17"},
+    )
     assert fake.requests[0][1]["tools"] == [tool.to_api()]
 
 
@@ -101,20 +109,25 @@ def test_429_is_rate_limit_with_retry_after_and_blocks_the_model_account_wide(ki
     model = wire_model(kind, "claude-sonnet-4-5")
     fake.queue(
         model,
-        status(429, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit", {"retry-after": "20"}),
+        status(
+            429,
+            "rate_limit_error",
+            "Number of request tokens has exceeded your per-minute rate limit",
+            {"retry-after": "20"},
+        ),
         ok(text_message("fine")),
     )
     clock = ManualClock()
     gate = RateLimitGate(clock=clock)
     provider = fake.provider(kind)
-    with pytest.raises(RateLimited) as info:
+    with pytest.raises(RateLimitedError) as info:
         call_model(provider, request(), gate=gate, deadline=Deadline.after(300, clock))
     assert info.value.retry_after == 20.0
     assert info.value.name is StepErrorName.RATE_LIMIT and info.value.retryable
     assert info.value.cause()["retry_after"] == 20.0
 
     # A call with too little time left fails fast instead of sleeping past its deadline.
-    with pytest.raises(RateLimited) as fast:
+    with pytest.raises(RateLimitedError) as fast:
         call_model(provider, request(), gate=gate, deadline=Deadline.after(10, clock))
     assert fast.value.retry_after == pytest.approx(20.0)
     assert clock.sleeps == []
@@ -129,9 +142,17 @@ def test_429_is_rate_limit_with_retry_after_and_blocks_the_model_account_wide(ki
 @pytest.mark.parametrize("kind", KINDS)
 def test_529_overload_falls_back_to_the_next_model(kind: str) -> None:
     fake = FakeClaude()
-    fake.queue(wire_model(kind, "claude-opus-4-5"), status(529, "overloaded_error", "Overloaded"))
-    fake.queue(wire_model(kind, "claude-sonnet-4-5"), status(529, "overloaded_error", "Overloaded"))
-    fake.queue(wire_model(kind, "claude-haiku-4-5"), ok(text_message("from haiku", model="claude-haiku-4-5")))
+    fake.queue(
+        wire_model(kind, "claude-opus-4-5"), status(529, "overloaded_error", "ModelOverloadedError")
+    )
+    fake.queue(
+        wire_model(kind, "claude-sonnet-4-5"),
+        status(529, "overloaded_error", "ModelOverloadedError"),
+    )
+    fake.queue(
+        wire_model(kind, "claude-haiku-4-5"),
+        ok(text_message("from haiku", model="claude-haiku-4-5")),
+    )
     response = call_model(
         fake.provider(kind),
         request("claude-opus-4-5"),
@@ -147,10 +168,14 @@ def test_529_overload_falls_back_to_the_next_model(kind: str) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_overload_without_an_answering_fallback_is_transient(kind: str) -> None:
     fake = FakeClaude()
-    fake.queue(wire_model(kind, "claude-opus-4-5"), status(529, "overloaded_error", "Overloaded"))
+    fake.queue(
+        wire_model(kind, "claude-opus-4-5"), status(529, "overloaded_error", "ModelOverloadedError")
+    )
     fake.queue(wire_model(kind, "claude-haiku-4-5"), status(503, "api_error", "unavailable"))
-    with pytest.raises(Overloaded) as info:
-        call_model(fake.provider(kind), request("claude-opus-4-5"), fallback_models=["claude-haiku-4-5"])
+    with pytest.raises(ModelOverloadedError) as info:
+        call_model(
+            fake.provider(kind), request("claude-opus-4-5"), fallback_models=["claude-haiku-4-5"]
+        )
     assert info.value.name is StepErrorName.TRANSIENT
 
 
@@ -198,7 +223,9 @@ def test_api_key_from_secrets_manager() -> None:
     fake.handle = handle  # type: ignore[method-assign]
     with mock_aws():
         secrets = boto3.client("secretsmanager", region_name="us-east-1")
-        secrets.create_secret(Name="switchyard/anthropic", SecretString=json.dumps({"api_key": "sk-from-secret"}))
+        secrets.create_secret(
+            Name="switchyard/anthropic", SecretString=json.dumps({"api_key": "sk-from-secret"})
+        )
         provider = AnthropicProvider(
             secret_id="switchyard/anthropic", secrets_client=secrets, http_client=fake.http_client()
         )

@@ -15,9 +15,14 @@ from botocore.response import StreamingBody
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from switchyard.runtime.errors import PermanentError, PolicyViolation, RateLimited, TransientError
+from switchyard.runtime.errors import (
+    PermanentError,
+    PolicyViolationError,
+    RateLimitedError,
+    TransientError,
+)
 from switchyard.runtime.tools import CallInfo, SecretResolver, ToolEnvironment, ToolRegistry
-from switchyard.stores.idempotency import OutcomeUnknown
+from switchyard.stores.idempotency import OutcomeUnknownError
 
 CALL = CallInfo("run-1", "send", "run-1:send", timeout=5.0)
 
@@ -26,7 +31,9 @@ def http_env(handler: Any, **kwargs: Any) -> ToolEnvironment:
     return ToolEnvironment(http_transport=httpx.MockTransport(handler), **kwargs)
 
 
-def invoke(name: str, args: dict[str, Any], env: ToolEnvironment, defs: dict[str, Any] | None = None) -> Any:
+def invoke(
+    name: str, args: dict[str, Any], env: ToolEnvironment, defs: dict[str, Any] | None = None
+) -> Any:
     return ToolRegistry(defs).get(name).invoke(args, env, CALL)
 
 
@@ -37,7 +44,11 @@ def test_http_request_parses_json_and_sends_an_idempotency_key_on_writes() -> No
         seen.append(request)
         return httpx.Response(201, json={"id": 9}, headers={"x-trace": "t"})
 
-    out = invoke("http.request", {"method": "POST", "url": "https://crm.example.com/t", "json": {"a": 1}}, http_env(handler))
+    out = invoke(
+        "http.request",
+        {"method": "POST", "url": "https://crm.example.com/t", "json": {"a": 1}},
+        http_env(handler),
+    )
     assert out["status"] == 201 and out["body"] == {"id": 9} and out["headers"]["x-trace"] == "t"
     assert seen[0].headers["Idempotency-Key"] == "run-1:send"
     assert json.loads(seen[0].content) == {"a": 1}
@@ -46,7 +57,7 @@ def test_http_request_parses_json_and_sends_an_idempotency_key_on_writes() -> No
 @pytest.mark.parametrize(
     ("response", "error"),
     [
-        (httpx.Response(429, headers={"retry-after": "7"}), RateLimited),
+        (httpx.Response(429, headers={"retry-after": "7"}), RateLimitedError),
         (httpx.Response(503), TransientError),
         (httpx.Response(404, text="no such customer"), PermanentError),
     ],
@@ -54,7 +65,7 @@ def test_http_request_parses_json_and_sends_an_idempotency_key_on_writes() -> No
 def test_http_status_mapping(response: httpx.Response, error: type[Exception]) -> None:
     with pytest.raises(error) as info:
         invoke("http.request", {"url": "https://api.example.com/x"}, http_env(lambda r: response))
-    if isinstance(info.value, RateLimited):
+    if isinstance(info.value, RateLimitedError):
         assert info.value.retry_after == 7.0
 
 
@@ -67,19 +78,25 @@ def test_http_connection_refused_is_transient_and_a_read_timeout_is_an_unknown_o
 
     with pytest.raises(TransientError) as info:
         invoke("http.request", {"url": "https://api.example.com/"}, http_env(refused))
-    assert not isinstance(info.value, OutcomeUnknown)
-    with pytest.raises(OutcomeUnknown):
-        invoke("http.request", {"method": "POST", "url": "https://api.example.com/"}, http_env(lost))
+    assert not isinstance(info.value, OutcomeUnknownError)
+    with pytest.raises(OutcomeUnknownError):
+        invoke(
+            "http.request", {"method": "POST", "url": "https://api.example.com/"}, http_env(lost)
+        )
 
 
 def test_http_host_allow_list(monkeypatch: pytest.MonkeyPatch) -> None:
     env = http_env(lambda r: httpx.Response(200, text="ok"), http_allowed_hosts=("*.example.com",))
     assert invoke("http.request", {"url": "https://api.example.com/"}, env)["body"] == "ok"
-    with pytest.raises(PolicyViolation, match="allow-list"):
+    with pytest.raises(PolicyViolationError, match="allow-list"):
         invoke("http.request", {"url": "https://evil.test/"}, env)
     monkeypatch.setenv("SWITCHYARD_HTTP_ALLOWED_HOSTS", "only.example.org")
-    with pytest.raises(PolicyViolation):
-        invoke("http.request", {"url": "https://api.example.com/"}, http_env(lambda r: httpx.Response(200)))
+    with pytest.raises(PolicyViolationError):
+        invoke(
+            "http.request",
+            {"url": "https://api.example.com/"},
+            http_env(lambda r: httpx.Response(200)),
+        )
 
 
 def test_declared_http_tool_renders_its_config_over_args() -> None:
@@ -93,7 +110,11 @@ def test_declared_http_tool_renders_its_config_over_args() -> None:
         "lookup_order": {
             "description": "Look up an order.",
             "kind": "http",
-            "config": {"method": "GET", "url": "https://shop.example.com/orders/{{ args.order_id }}", "headers": {"X-Tier": "{{ args.tier }}"}},
+            "config": {
+                "method": "GET",
+                "url": "https://shop.example.com/orders/{{ args.order_id }}",
+                "headers": {"X-Tier": "{{ args.tier }}"},
+            },
         }
     }
     out = invoke("lookup_order", {"order_id": "A-1", "tier": "pro"}, http_env(handler), defs)
@@ -108,8 +129,16 @@ def test_slack_post_reads_its_webhook_from_a_secret() -> None:
         seen.append(request)
         return httpx.Response(200, text="ok")
 
-    env = http_env(handler, secrets=SecretResolver(values={"support-webhook": "https://hooks.slack.com/services/T/B/X"}), http_allowed_hosts=("api.example.com",))
-    assert invoke("slack.post", {"webhook": "support-webhook", "text": "hello"}, env) == {"ok": True}
+    env = http_env(
+        handler,
+        secrets=SecretResolver(
+            values={"support-webhook": "https://hooks.slack.com/services/T/B/X"}
+        ),
+        http_allowed_hosts=("api.example.com",),
+    )
+    assert invoke("slack.post", {"webhook": "support-webhook", "text": "hello"}, env) == {
+        "ok": True
+    }
     assert str(seen[0].url) == "https://hooks.slack.com/services/T/B/X"
     assert json.loads(seen[0].content) == {"text": "hello"}
 
@@ -119,7 +148,10 @@ def aws() -> Iterator[ToolEnvironment]:
     with mock_aws():
         region = "us-east-1"
         yield ToolEnvironment(
-            aws_clients={s: boto3.client(s, region_name=region) for s in ("s3", "sqs", "sns", "events", "ses", "secretsmanager")},
+            aws_clients={
+                s: boto3.client(s, region_name=region)
+                for s in ("s3", "sqs", "sns", "events", "ses", "secretsmanager")
+            },
             email_from="noreply@example.com",
         )
 
@@ -128,7 +160,9 @@ def test_s3_put_then_get(aws: ToolEnvironment) -> None:
     aws.aws("s3").create_bucket(Bucket="docs")
     put = invoke("s3.put", {"bucket": "docs", "key": "a.json", "body": {"x": 1}}, aws)
     assert put["etag"]
-    assert json.loads(invoke("s3.get", {"bucket": "docs", "key": "a.json"}, aws)["body"]) == {"x": 1}
+    assert json.loads(invoke("s3.get", {"bucket": "docs", "key": "a.json"}, aws)["body"]) == {
+        "x": 1
+    }
     with pytest.raises(PermanentError, match="NoSuchKey"):
         invoke("s3.get", {"bucket": "docs", "key": "missing"}, aws)
 
@@ -149,12 +183,18 @@ def test_sns_events_and_email(aws: ToolEnvironment) -> None:
     arn = aws.aws("sns").create_topic(Name="alerts")["TopicArn"]
     assert invoke("sns.publish", {"topic": arn, "message": "hi"}, aws)["message_id"]
     assert invoke("sns.publish", {"topic": "alerts", "message": {"a": 1}}, aws)["message_id"]
-    assert invoke("events.put", {"source": "shop", "detail_type": "Done", "detail": {"id": 1}}, aws)["event_id"]
+    assert invoke(
+        "events.put", {"source": "shop", "detail_type": "Done", "detail": {"id": 1}}, aws
+    )["event_id"]
     aws.aws("ses").verify_email_identity(EmailAddress="noreply@example.com")
     out = invoke("email.send", {"to": "c@example.com", "subject": "Re", "body": "Hello"}, aws)
     assert out["message_id"]
     with pytest.raises(PermanentError):
-        invoke("email.send", {"to": "c@example.com", "body": "x", "from": "unverified@example.com"}, aws)
+        invoke(
+            "email.send",
+            {"to": "c@example.com", "body": "x", "from": "unverified@example.com"},
+            aws,
+        )
 
 
 def test_sql_query_uses_parameters_on_a_named_connection(pg_conninfo: str) -> None:
@@ -162,18 +202,36 @@ def test_sql_query_uses_parameters_on_a_named_connection(pg_conninfo: str) -> No
         conn.execute("CREATE TABLE IF NOT EXISTS customers (id int, email text)")
         conn.execute("INSERT INTO customers VALUES (1, 'a@example.com'), (2, 'b@example.com')")
     env = ToolEnvironment(sql_connections={"crm": pg_conninfo})
-    out = invoke("sql.query", {"connection": "crm", "query": "SELECT id, email FROM customers WHERE email = %(email)s", "params": {"email": "b@example.com"}}, env)
+    out = invoke(
+        "sql.query",
+        {
+            "connection": "crm",
+            "query": "SELECT id, email FROM customers WHERE email = %(email)s",
+            "params": {"email": "b@example.com"},
+        },
+        env,
+    )
     assert out == {"rows": [{"id": 2, "email": "b@example.com"}], "rowcount": 1}
-    out = invoke("sql.query", {"connection": "crm", "query": "UPDATE customers SET email = %(e)s WHERE id = 1", "params": {"e": "x@example.com"}}, env)
+    out = invoke(
+        "sql.query",
+        {
+            "connection": "crm",
+            "query": "UPDATE customers SET email = %(e)s WHERE id = 1",
+            "params": {"e": "x@example.com"},
+        },
+        env,
+    )
     assert out == {"rows": [], "rowcount": 1}
-    with pytest.raises(PermanentError, match="sql.query"):
+    with pytest.raises(PermanentError, match=r"sql\.query"):
         invoke("sql.query", {"connection": "crm", "query": "SELECT nope FROM customers"}, env)
     with pytest.raises(PermanentError, match="SWITCHYARD_SQL_BILLING"):
         invoke("sql.query", {"connection": "billing", "query": "SELECT 1"}, env)
 
 
 def test_lambda_tool_invokes_the_function_and_maps_its_errors() -> None:
-    client = boto3.client("lambda", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y")
+    client = boto3.client(
+        "lambda", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y"
+    )
     defs = {"score": {"description": "Score.", "kind": "lambda", "config": {"function": "scorer"}}}
     env = ToolEnvironment(aws_clients={"lambda": client})
 
@@ -182,11 +240,28 @@ def test_lambda_tool_invokes_the_function_and_maps_its_errors() -> None:
         return StreamingBody(io.BytesIO(raw), len(raw))
 
     with Stubber(client) as stub:
-        stub.add_response("invoke", {"StatusCode": 200, "Payload": payload({"score": 0.7})}, {"FunctionName": "scorer", "InvocationType": "RequestResponse", "Payload": json.dumps({"text": "x"}).encode()})
-        stub.add_response("invoke", {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": payload({"errorType": "transient", "errorMessage": "busy"})})
-        stub.add_client_error("invoke", service_error_code="TooManyRequestsException", http_status_code=429)
+        stub.add_response(
+            "invoke",
+            {"StatusCode": 200, "Payload": payload({"score": 0.7})},
+            {
+                "FunctionName": "scorer",
+                "InvocationType": "RequestResponse",
+                "Payload": json.dumps({"text": "x"}).encode(),
+            },
+        )
+        stub.add_response(
+            "invoke",
+            {
+                "StatusCode": 200,
+                "FunctionError": "Unhandled",
+                "Payload": payload({"errorType": "transient", "errorMessage": "busy"}),
+            },
+        )
+        stub.add_client_error(
+            "invoke", service_error_code="TooManyRequestsException", http_status_code=429
+        )
         assert invoke("score", {"text": "x"}, env, defs) == {"score": 0.7}
         with pytest.raises(TransientError, match="busy"):
             invoke("score", {"text": "x"}, env, defs)
-        with pytest.raises(RateLimited):
+        with pytest.raises(RateLimitedError):
             invoke("score", {"text": "x"}, env, defs)

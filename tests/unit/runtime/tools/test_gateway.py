@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from switchyard.contract import RunContext, StepErrorName
-from switchyard.runtime.errors import HumanRequired, PolicyViolation, Rejected
+from switchyard.runtime.errors import HumanRequiredError, PolicyViolationError, RejectedError
 from switchyard.runtime.tools import (
     CallScope,
     GatewayStores,
@@ -71,11 +71,18 @@ def stores(request: pytest.FixtureRequest) -> GatewayStores:
     if request.param == "memory":
         return GatewayStores(InMemoryAuditLog(), InMemoryToolCallLedger(), InMemoryDecisionStore())
     pool = request.getfixturevalue("pg_pool")
-    return GatewayStores(PostgresAuditLog(pool), PostgresToolCallLedger(pool), PostgresDecisionStore(pool))
+    return GatewayStores(
+        PostgresAuditLog(pool), PostgresToolCallLedger(pool), PostgresDecisionStore(pool)
+    )
 
 
 def scope(allowed: set[str] | None = None, key: str | None = None) -> CallScope:
-    run = RunContext(id=f"run-{uuid.uuid4().hex[:8]}", workflow="shop", version=1, started_at="2026-01-01T00:00:00Z")
+    run = RunContext(
+        id=f"run-{uuid.uuid4().hex[:8]}",
+        workflow="shop",
+        version=1,
+        started_at="2026-01-01T00:00:00Z",
+    )
     return CallScope(
         run=run,
         step_id="agent",
@@ -91,7 +98,9 @@ def gateway(stores: GatewayStores) -> ToolGateway:
 
 def test_a_listed_tool_runs_and_is_audited_with_secrets_redacted(stores: GatewayStores) -> None:
     s = scope({"refund"})
-    out = gateway(stores).call(ToolRequest("refund", {"order_id": "A1", "amount": 20, "api_key": "sk-123"}, "0.0"), s)
+    out = gateway(stores).call(
+        ToolRequest("refund", {"order_id": "A1", "amount": 20, "api_key": "sk-123"}, "0.0"), s
+    )
     assert out == {"refunded": 20, "order_id": "A1"}
     [record] = stores.audit.for_run(s.run.id)
     assert (record.tool, record.outcome, record.step_id) == ("refund", "ok", "agent")
@@ -101,7 +110,7 @@ def test_a_listed_tool_runs_and_is_audited_with_secrets_redacted(stores: Gateway
 
 def test_a_tool_outside_the_allow_list_is_refused_and_audited(stores: GatewayStores) -> None:
     s = scope({"lookup"})
-    with pytest.raises(PolicyViolation) as info:
+    with pytest.raises(PolicyViolationError) as info:
         gateway(stores).call(ToolRequest("refund", {"order_id": "A1", "amount": 5}, "0.0"), s)
     assert info.value.name is StepErrorName.POLICY
     [record] = stores.audit.for_run(s.run.id)
@@ -109,8 +118,10 @@ def test_a_tool_outside_the_allow_list_is_refused_and_audited(stores: GatewaySto
 
 
 def test_arguments_must_match_the_input_schema(stores: GatewayStores) -> None:
-    with pytest.raises(PolicyViolation, match="input_schema"):
-        gateway(stores).call(ToolRequest("refund", {"order_id": 7, "amount": 5}, "0.0"), scope({"refund"}))
+    with pytest.raises(PolicyViolationError, match="input_schema"):
+        gateway(stores).call(
+            ToolRequest("refund", {"order_id": 7, "amount": 5}, "0.0"), scope({"refund"})
+        )
 
 
 def test_max_calls_per_run_counts_each_call_once(stores: GatewayStores) -> None:
@@ -119,16 +130,18 @@ def test_max_calls_per_run_counts_each_call_once(stores: GatewayStores) -> None:
     gw.call(first, s)
     gw.call(first, s)  # the same call again (a retried attempt) is not a new call
     gw.call(ToolRequest("refund", {"order_id": "B", "amount": 1}, "1.0"), s)
-    with pytest.raises(PolicyViolation, match="2 times per run"):
+    with pytest.raises(PolicyViolationError, match="2 times per run"):
         gw.call(ToolRequest("refund", {"order_id": "C", "amount": 1}, "2.0"), s)
     assert [r.outcome for r in stores.audit.for_run(s.run.id)] == ["ok", "ok", "ok", "refused"]
 
 
-def test_approval_needed_then_runs_with_exactly_the_approved_arguments(stores: GatewayStores) -> None:
+def test_approval_needed_then_runs_with_exactly_the_approved_arguments(
+    stores: GatewayStores,
+) -> None:
     s, gw = scope({"refund"}), gateway(stores)
     request = ToolRequest("refund", {"order_id": "A7", "amount": 250}, "0.0")
     before = len(REFUNDS)
-    with pytest.raises(HumanRequired) as info:
+    with pytest.raises(HumanRequiredError) as info:
         gw.call(request, s)
     human = info.value.request
     assert human.kind == "tool_approval" and human.tool == "refund"
@@ -136,7 +149,11 @@ def test_approval_needed_then_runs_with_exactly_the_approved_arguments(stores: G
     assert human.call_id == call_id_for(s.idempotency_key, request)
     assert len(REFUNDS) == before
 
-    stores.decisions.record(s.run.id, human.call_id, ToolDecision("approved", args={"order_id": "A7", "amount": 200}, reviewer="lead"))
+    stores.decisions.record(
+        s.run.id,
+        human.call_id,
+        ToolDecision("approved", args={"order_id": "A7", "amount": 200}, reviewer="lead"),
+    )
     assert gw.call(request, s) == {"refunded": 200, "order_id": "A7"}
     assert REFUNDS[-1] == {"order_id": "A7", "amount": 200}
     outcomes = [(r.outcome, r.arguments.get("amount")) for r in stores.audit.for_run(s.run.id)]
@@ -146,8 +163,10 @@ def test_approval_needed_then_runs_with_exactly_the_approved_arguments(stores: G
 def test_a_rejected_call_fails_rejected(stores: GatewayStores) -> None:
     s, gw = scope({"refund"}), gateway(stores)
     request = ToolRequest("refund", {"order_id": "A8", "amount": 500}, "0.0")
-    stores.decisions.record(s.run.id, call_id_for(s.idempotency_key, request), ToolDecision("rejected", note="too much"))
-    with pytest.raises(Rejected, match="too much"):
+    stores.decisions.record(
+        s.run.id, call_id_for(s.idempotency_key, request), ToolDecision("rejected", note="too much")
+    )
+    with pytest.raises(RejectedError, match="too much"):
         gw.call(request, s)
 
 
@@ -156,7 +175,7 @@ def test_the_same_call_three_times_in_a_run_stops_for_a_person(stores: GatewaySt
     for turn in range(2):
         gw.call(ToolRequest("lookup", {"order_id": "Z"}, f"{turn}.0"), s)
     third = ToolRequest("lookup", {"order_id": "Z"}, "2.0")
-    with pytest.raises(HumanRequired) as info:
+    with pytest.raises(HumanRequiredError) as info:
         gw.call(third, s)
     assert info.value.request.kind == "loop"
     stores.decisions.record(s.run.id, info.value.request.call_id or "", ToolDecision("approved"))
@@ -166,5 +185,5 @@ def test_the_same_call_three_times_in_a_run_stops_for_a_person(stores: GatewaySt
 
 
 def test_an_unknown_tool_is_refused(stores: GatewayStores) -> None:
-    with pytest.raises(PolicyViolation, match="no tool named"):
+    with pytest.raises(PolicyViolationError, match="no tool named"):
         gateway(stores).call(ToolRequest("delete_everything", {}), scope())

@@ -1,0 +1,70 @@
+"""The LLM router: one call, a route id or the default."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from switchyard.model import LlmRouter
+from switchyard.runtime import StepServices, run_llm_router
+from switchyard.runtime.models_catalog import ModelCatalog
+from switchyard.runtime.providers import ScriptedProvider
+from switchyard.runtime.router import decide
+from tests.unit.runtime.helpers import invocation
+from tests.unit.runtime.providers.fake_api import FakeClaude, ok, text_message, wire_model
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+ROUTER: dict[str, Any] = {
+    "type": "router",
+    "strategy": "llm",
+    "after": ["classify"],
+    "model": "claude-haiku-4-5",
+    "routes": [
+        {"to": "billing", "description": "payments, invoices, refunds"},
+        {"to": "bugfix", "description": "something is broken"},
+    ],
+    "default": "general",
+}
+STEPS = {"classify": {"status": "completed", "output": {"summary": "charged twice for invoice 7"}}}
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "bedrock"])
+def test_the_model_picks_a_route_with_a_reason(kind: str) -> None:
+    fake = FakeClaude()
+    fake.queue(
+        wire_model(kind, "claude-haiku-4-5"),
+        ok(
+            text_message(
+                '{"route": "billing", "reason": "mentions an invoice"}',
+                input_tokens=300,
+                output_tokens=15,
+            )
+        ),
+    )
+    services = StepServices(provider=fake.provider(kind), catalog=ModelCatalog())
+    result = run_llm_router(invocation("route", ROUTER, steps=STEPS), services)
+    assert result.output == {"route": "billing", "reason": "mentions an invoice"}
+    assert result.usage is not None and result.usage.input_tokens == 300
+    assert result.cost_usd == pytest.approx((300 * 1 + 15 * 5) / 1e6)
+    body = fake.requests[0][1]
+    assert "billing: payments, invoices, refunds" in body["system"]
+    assert "charged twice" in body["messages"][0]["content"]
+
+
+def test_anything_else_takes_the_default() -> None:
+    router = LlmRouter.model_validate(ROUTER)
+    assert decide(router, '{"route": "sales", "reason": "?"}')["route"] == "general"
+    assert decide(router, "I am not sure")["route"] == "general"
+    assert decide(router, "bugfix") == {"route": "bugfix", "reason": ""}
+
+
+def test_scripted_router() -> None:
+    services = StepServices(
+        provider=ScriptedProvider({"route": [{"route": "bugfix", "reason": "crash"}]}),
+        catalog=ModelCatalog(),
+    )
+    result = run_llm_router(invocation("route", ROUTER, steps=STEPS), services)
+    assert result.output == {"route": "bugfix", "reason": "crash"}
+    assert result.usage is not None and result.usage.provider == "scripted"
