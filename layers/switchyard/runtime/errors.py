@@ -135,4 +135,5 @@ class HumanRequiredError(StepError):
         self.request = request
 
     def cause(self) -> dict[str, Any]:
-        return {"type": str(self.name), **self.request.model_dump(mode="json", exclude_none=True)}
+        """Exactly the `HumanRequest`, as the contract says."""
+        return self.request.model_dump(mode="json", exclude_none=True)
