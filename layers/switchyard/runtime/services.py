@@ -9,6 +9,9 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from typing import Any
+
+from psycopg_pool import ConnectionPool
 
 from switchyard.runtime.clock import SYSTEM_CLOCK, Clock
 from switchyard.runtime.journal import InMemoryTurnJournal, TurnJournal
@@ -50,3 +53,71 @@ class StepServices:
 
     def provider_for(self, name: str | None) -> ModelProvider:
         return self.provider if self.provider is not None else provider_from_env(name)
+
+
+OUTPUT_BUCKET_ENV = "SWITCHYARD_OUTPUT_BUCKET"
+BUDGET_TABLE_ENV = "SWITCHYARD_BUDGET_TABLE"
+
+
+def postgres_services(pool: ConnectionPool, **overrides: Any) -> StepServices:
+    """Every store on one PostgreSQL database (the local engine, or a small deployment)."""
+    from switchyard.runtime.journal import PostgresTurnJournal
+    from switchyard.runtime.large_outputs import PostgresOutputStore
+    from switchyard.runtime.rate_limits import PostgresNotBeforeStore
+    from switchyard.stores.audit import PostgresAuditLog
+    from switchyard.stores.budget import PostgresBudgetLedger
+    from switchyard.stores.idempotency import IdempotentCalls, PostgresPersistenceLayer
+    from switchyard.stores.tool_calls import PostgresDecisionStore, PostgresToolCallLedger
+
+    clock: Clock = overrides.get("clock", SYSTEM_CLOCK)
+    fields: dict[str, Any] = {
+        "gate": RateLimitGate(PostgresNotBeforeStore(pool), clock=clock),
+        "tools": GatewayStores(
+            audit=PostgresAuditLog(pool),
+            calls=PostgresToolCallLedger(pool),
+            decisions=PostgresDecisionStore(pool),
+            idempotency=IdempotentCalls(PostgresPersistenceLayer(pool)),
+        ),
+        "ledger": PostgresBudgetLedger(pool),
+        "output_store": PostgresOutputStore(pool),
+        "journal": PostgresTurnJournal(pool),
+    }
+    fields.update(overrides)
+    return StepServices(**fields)
+
+
+def aws_services(
+    pool: ConnectionPool,
+    *,
+    idempotency_table: str | None = None,
+    budget_table: str | None = None,
+    output_bucket: str | None = None,
+    dynamodb: Any = None,
+    s3: Any = None,
+    **overrides: Any,
+) -> StepServices:
+    """On AWS: idempotency and budgets in DynamoDB, large outputs in S3, the rest in Aurora.
+
+    Table and bucket names default to `SWITCHYARD_IDEMPOTENCY_TABLE`, `SWITCHYARD_BUDGET_TABLE`
+    and `SWITCHYARD_OUTPUT_BUCKET`.
+    """
+    from switchyard.runtime.large_outputs import S3OutputStore
+    from switchyard.stores.budget import DynamoDBBudgetLedger
+    from switchyard.stores.idempotency import (
+        IDEMPOTENCY_TABLE_ENV,
+        IdempotentCalls,
+        dynamodb_persistence_layer,
+    )
+
+    base = postgres_services(pool, **overrides)
+    idempotency = idempotency_table or os.environ[IDEMPOTENCY_TABLE_ENV]
+    base.tools.idempotency = IdempotentCalls(
+        dynamodb_persistence_layer(idempotency, client=dynamodb)
+    )
+    if "ledger" not in overrides:
+        base.ledger = DynamoDBBudgetLedger(
+            budget_table or os.environ[BUDGET_TABLE_ENV], client=dynamodb
+        )
+    if "output_store" not in overrides:
+        base.output_store = S3OutputStore(output_bucket or os.environ[OUTPUT_BUCKET_ENV], client=s3)
+    return base

@@ -42,7 +42,9 @@ def test_each_error_has_its_contract_name_and_retryability() -> None:
 
 def test_rate_limit_and_human_required_causes_carry_their_details() -> None:
     assert RateLimitedError("slow down", retry_after=12.5).cause()["retry_after"] == 12.5
-    request = HumanRequest(kind="tool_approval", reason="over 100", tool="refund", args={"amount": 250}, call_id="c1")
+    request = HumanRequest(
+        kind="tool_approval", reason="over 100", tool="refund", args={"amount": 250}, call_id="c1"
+    )
     error = HumanRequiredError(request)
     assert error.to_lambda_error()["errorType"] == "human_required"
     cause = json.loads(error.to_lambda_error()["errorMessage"])

@@ -53,9 +53,14 @@ def test_a_retry_after_seen_by_one_process_holds_every_other(not_before: NotBefo
 
 def test_journal_keeps_turns_and_tool_results(journal: TurnJournal) -> None:
     key = f"run-{uuid.uuid4().hex[:6]}:agent"
-    response: dict[str, Any] = {"content": [{"type": "tool_use", "id": "t1"}], "stop_reason": "tool_use"}
+    response: dict[str, Any] = {
+        "content": [{"type": "tool_use", "id": "t1"}],
+        "stop_reason": "tool_use",
+    }
     journal.put_turn(key, 0, response)
     journal.put_turn(key, 0, {"content": [], "stop_reason": "other"})  # first write wins
-    journal.put_result(key, 0, "t1", {"content": "{\"ok\": true}"})
-    assert journal.turns(key) == {0: {"response": response, "results": {"t1": {"content": "{\"ok\": true}"}}}}
+    journal.put_result(key, 0, "t1", {"content": '{"ok": true}'})
+    assert journal.turns(key) == {
+        0: {"response": response, "results": {"t1": {"content": '{"ok": true}'}}}
+    }
     assert journal.turns("run-other:agent") == {}
