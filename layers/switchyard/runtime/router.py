@@ -48,7 +48,7 @@ def run_llm_router(
     if router.prompt is not None:
         subject = str(render(router.prompt, context))
     else:
-        subject = json.dumps(context.get("joined", {}), ensure_ascii=False, default=str)
+        subject = json.dumps(default_subject(invocation, context), ensure_ascii=False, default=str)
     guard = BudgetGuard(
         invocation,
         services.ledger,
@@ -90,6 +90,19 @@ def run_llm_router(
         router, response.structured if response.structured is not None else response.text
     )
     return finish(invocation, services, output, cost=total.cost, usage=total.usage())
+
+
+def default_subject(invocation: StepInvocation, context: dict[str, Any]) -> dict[str, Any]:
+    """The outputs of the router's `after` steps (when the step carries `after`), else of the
+    completed steps in its context, which for a router without a prompt are its `after` steps."""
+    if "joined" in context:
+        joined: dict[str, Any] = context["joined"]
+        return joined
+    return {
+        step_id: record.get("output")
+        for step_id, record in invocation.context.steps.items()
+        if isinstance(record, dict) and record.get("status") == "completed"
+    }
 
 
 def decide(router: LlmRouter, answer: Any) -> dict[str, Any]:

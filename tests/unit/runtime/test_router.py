@@ -53,6 +53,17 @@ def test_the_model_picks_a_route_with_a_reason(kind: str) -> None:
     assert "charged twice" in body["messages"][0]["content"]
 
 
+def test_without_after_in_the_step_the_context_steps_are_the_subject() -> None:
+    fake = FakeClaude()
+    fake.queue("claude-haiku-4-5", ok(text_message('{"route": "bugfix", "reason": "crash"}')))
+    services = StepServices(provider=fake.provider("anthropic"), catalog=ModelCatalog())
+    step = {key: value for key, value in ROUTER.items() if key != "after"}  # as compiled
+    assert (
+        run_llm_router(invocation("route", step, steps=STEPS), services).output["route"] == "bugfix"
+    )
+    assert "charged twice" in fake.requests[0][1]["messages"][0]["content"]
+
+
 def test_anything_else_takes_the_default() -> None:
     router = LlmRouter.model_validate(ROUTER)
     assert decide(router, '{"route": "sales", "reason": "?"}')["route"] == "general"
