@@ -26,8 +26,8 @@ import yaml
 
 from switchyard.contract import Usage
 from switchyard.runtime.errors import PermanentError
+from switchyard.runtime.settings import MODEL_PRICES_ENV
 
-MODEL_PRICES_ENV = "SWITCHYARD_MODEL_PRICES"
 MILLION = Decimal(1_000_000)
 
 

@@ -19,11 +19,14 @@ from switchyard.runtime.large_outputs import OutputStore
 from switchyard.runtime.models_catalog import ModelCatalog, default_catalog, to_micros
 from switchyard.runtime.providers import ModelProvider, provider_from_env
 from switchyard.runtime.rate_limits import RateLimitGate
+from switchyard.runtime.settings import (
+    BUDGET_TABLE_ENV,
+    IDEMPOTENCY_TABLE_ENV,
+    OUTPUT_BUCKET_ENV,
+    TENANT_DAILY_LIMITS_ENV,
+)
 from switchyard.runtime.tools import GatewayStores, ToolEnvironment
 from switchyard.stores.budget import BudgetLedger
-
-TENANT_DAILY_LIMITS_ENV = "SWITCHYARD_TENANT_DAILY_LIMITS"
-"""JSON `{"tenant": usd}`: each tenant's daily spend limit."""
 
 
 def tenant_daily_limits_from_env() -> dict[str, int]:
@@ -53,10 +56,6 @@ class StepServices:
 
     def provider_for(self, name: str | None) -> ModelProvider:
         return self.provider if self.provider is not None else provider_from_env(name)
-
-
-OUTPUT_BUCKET_ENV = "SWITCHYARD_OUTPUT_BUCKET"
-BUDGET_TABLE_ENV = "SWITCHYARD_BUDGET_TABLE"
 
 
 def postgres_services(pool: ConnectionPool, **overrides: Any) -> StepServices:
@@ -103,11 +102,7 @@ def aws_services(
     """
     from switchyard.runtime.large_outputs import S3OutputStore
     from switchyard.stores.budget import DynamoDBBudgetLedger
-    from switchyard.stores.idempotency import (
-        IDEMPOTENCY_TABLE_ENV,
-        IdempotentCalls,
-        dynamodb_persistence_layer,
-    )
+    from switchyard.stores.idempotency import IdempotentCalls, dynamodb_persistence_layer
 
     base = postgres_services(pool, **overrides)
     idempotency = idempotency_table or os.environ[IDEMPOTENCY_TABLE_ENV]

@@ -17,10 +17,8 @@ from switchyard.runtime.providers.base import (
 )
 from switchyard.runtime.providers.bedrock import BedrockProvider
 from switchyard.runtime.providers.calls import call_model
-from switchyard.runtime.providers.scripted import LLM_SCRIPT_ENV, ScriptedProvider, load_script
-
-DEFAULT_PROVIDER_ENV = "SWITCHYARD_PROVIDER"
-"""`anthropic` or `bedrock`: the provider of steps that do not name one."""
+from switchyard.runtime.providers.scripted import ScriptedProvider, load_script
+from switchyard.runtime.settings import DEFAULT_PROVIDER_ENV, LLM_SCRIPT_ENV
 
 
 def provider_from_env(name: str | None = None) -> ModelProvider:

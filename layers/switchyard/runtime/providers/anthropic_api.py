@@ -12,10 +12,7 @@ import anthropic
 from switchyard.runtime.errors import PermanentError
 from switchyard.runtime.providers.base import ModelRequest, ModelResponse
 from switchyard.runtime.providers.messages_api import create_message
-
-API_KEY_ENV = "ANTHROPIC_API_KEY"
-API_KEY_SECRET_ENV = "SWITCHYARD_ANTHROPIC_SECRET"
-"""Name or ARN of a Secrets Manager secret holding the key (raw, or JSON with `api_key`)."""
+from switchyard.runtime.settings import API_KEY_ENV, API_KEY_SECRET_ENV
 
 
 def api_key_from_secret(secret_id: str, *, client: Any = None) -> str:

@@ -49,8 +49,8 @@ from switchyard.runtime.providers.base import (
     estimate_tokens,
     request_text,
 )
+from switchyard.runtime.settings import LLM_SCRIPT_ENV
 
-LLM_SCRIPT_ENV = "SWITCHYARD_LLM_SCRIPT"
 _ENTRY_KEYS = {
     "output",
     "text",

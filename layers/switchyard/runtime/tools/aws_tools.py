@@ -30,7 +30,8 @@ from switchyard.runtime.errors import (
     StepError,
     TransientError,
 )
-from switchyard.runtime.tools.base import EVENT_BUS_ENV, CallInfo, ToolEnvironment
+from switchyard.runtime.settings import EVENT_BUS_ENV
+from switchyard.runtime.tools.base import CallInfo, ToolEnvironment
 from switchyard.stores.idempotency import OutcomeUnknownError
 
 T = TypeVar("T")

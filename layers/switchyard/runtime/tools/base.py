@@ -20,15 +20,12 @@ import httpx
 
 from switchyard.model import SideEffect
 from switchyard.runtime.errors import PermanentError
-
-HTTP_ALLOWED_HOSTS_ENV = "SWITCHYARD_HTTP_ALLOWED_HOSTS"
-"""Comma-separated host patterns (`api.example.com`, `*.example.com`); unset: any host."""
-SQL_CONNECTION_ENV_PREFIX = "SWITCHYARD_SQL_"
-"""`SWITCHYARD_SQL_<NAME>`: the conninfo of the named connection `name` of `sql.query`."""
-SECRET_ENV_PREFIX = "SWITCHYARD_SECRET_"
-"""`SWITCHYARD_SECRET_<NAME>`: a secret's value; else Secrets Manager secret `<name>`."""
-EMAIL_FROM_ENV = "SWITCHYARD_EMAIL_FROM"
-EVENT_BUS_ENV = "SWITCHYARD_EVENT_BUS"
+from switchyard.runtime.settings import (
+    EMAIL_FROM_ENV,
+    HTTP_ALLOWED_HOSTS_ENV,
+    SECRET_ENV_PREFIX,
+    SQL_CONNECTION_ENV_PREFIX,
+)
 
 
 @dataclass(frozen=True, slots=True)

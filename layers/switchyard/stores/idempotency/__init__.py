@@ -1,7 +1,7 @@
 """Effectively-once side effects: Powertools idempotency on DynamoDB or PostgreSQL."""
 
+from switchyard.runtime.settings import IDEMPOTENCY_TABLE_ENV
 from switchyard.stores.idempotency.dynamodb import (
-    IDEMPOTENCY_TABLE_ENV,
     create_idempotency_table,
     dynamodb_persistence_layer,
 )

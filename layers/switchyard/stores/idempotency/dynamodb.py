@@ -6,8 +6,6 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
-IDEMPOTENCY_TABLE_ENV = "SWITCHYARD_IDEMPOTENCY_TABLE"
-
 
 def dynamodb_persistence_layer(table_name: str, *, client: Any = None) -> DynamoDBPersistenceLayer:
     """Powertools' layer on `table_name` (key `id`, TTL attribute `expiration`)."""
