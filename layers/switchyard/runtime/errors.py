@@ -11,6 +11,7 @@ import json
 from typing import Any, ClassVar
 
 from switchyard.contract import HumanRequest, StepErrorName
+from switchyard.contract.errors import lambda_error
 
 
 class StepError(Exception):
@@ -30,6 +31,11 @@ class StepError(Exception):
     def to_lambda_error(self) -> dict[str, Any]:
         """The shape Lambda reports for an unhandled error: errorType and errorMessage."""
         return {"errorType": str(self.name), "errorMessage": json.dumps(self.cause())}
+
+    def as_lambda_exception(self) -> Exception:
+        """What a handler raises: Lambda names the `errorType` after the exception's class, so
+        this is an exception whose class is named `self.name`, with the cause as its message."""
+        return lambda_error(str(self.name), json.dumps(self.cause()))
 
 
 class PermanentError(StepError):

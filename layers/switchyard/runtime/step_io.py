@@ -13,7 +13,7 @@ from typing import Any
 
 import jsonschema_rs
 
-from switchyard.contract import StepInvocation, StepResult, Usage
+from switchyard.contract import StepInvocation, StepResult, Usage, loop_output
 from switchyard.model import parse_duration
 from switchyard.runtime.clock import Deadline
 from switchyard.runtime.errors import InvalidOutputError
@@ -86,19 +86,11 @@ def finish(
     if services.output_store is not None:
         prefix = f"{invocation.context.run.id}/{invocation.idempotency_key.replace(':', '/')}"
         output = offload(output, services.output_store, prefix)
-    loop_output = None
     scope = invocation.context.scope or {}
-    if "iteration" in scope:
-        iteration = scope["iteration"]
-        loop_output = (
-            {**output, "iterations": iteration}
-            if isinstance(output, dict)
-            else {"value": output, "iterations": iteration}
-        )
     return StepResult(
         output=output,
         attempts=invocation.attempt,
         cost_usd=float(cost),
         usage=usage,
-        loop_output=loop_output,
+        loop_output=loop_output(output, scope["iteration"]) if "iteration" in scope else None,
     )

@@ -38,6 +38,9 @@ def test_each_error_has_its_contract_name_and_retryability() -> None:
         assert lambda_error["errorType"] == str(name)
         assert error_type_of(lambda_error["errorType"]) == str(name)
         assert json.loads(lambda_error["errorMessage"])["message"] == "x"
+        raised = error.as_lambda_exception()
+        assert type(raised).__name__ == str(name)
+        assert json.loads(str(raised)) == error.cause()
 
 
 def test_rate_limit_and_human_required_causes_carry_their_details() -> None:
