@@ -1,0 +1,84 @@
+"""Custom resource: apply the library's schema migrations to Aurora on deploy.
+
+CloudFormation calls this function on Create and Update (the resource's properties carry a hash of
+the migration files, so a deploy that adds a migration updates it); Delete does nothing, the data
+outlives the stack's resource. The connection comes from the cluster's Secrets Manager secret.
+Migrations are idempotent (`switchyard.stores.migrate` records each file it applied), so a retry
+of a failed deploy applies only what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+from typing import Any
+
+import boto3
+import psycopg
+from aws_lambda_powertools import Logger
+
+from switchyard.constants import DATABASE_SECRET_ARN_ENV
+from switchyard.stores.migrate import apply_migrations
+
+logger = Logger()
+CONNECT_TIMEOUT_SECONDS = 60
+"""A paused Aurora Serverless v2 cluster (0 ACU) takes about 15 s to resume on connect."""
+
+
+def conninfo_from_secret(secret: dict[str, Any]) -> str:
+    """A libpq conninfo from an RDS secret (host, port, dbname, username, password)."""
+    return psycopg.conninfo.make_conninfo(
+        host=secret["host"],
+        port=str(secret.get("port", 5432)),
+        dbname=secret.get("dbname", "postgres"),
+        user=secret["username"],
+        password=secret["password"],
+        sslmode="require",
+        connect_timeout=str(CONNECT_TIMEOUT_SECONDS),
+    )
+
+
+def migrate() -> list[int]:
+    secret_arn = os.environ[DATABASE_SECRET_ARN_ENV]
+    value = boto3.client("secretsmanager").get_secret_value(SecretId=secret_arn)["SecretString"]
+    with psycopg.connect(conninfo_from_secret(json.loads(value))) as conn:
+        return apply_migrations(conn)
+
+
+def respond(
+    event: dict[str, Any], context: Any, status: str, data: dict[str, Any], reason: str
+) -> None:
+    """Send the custom resource's outcome to CloudFormation's pre-signed URL."""
+    body = json.dumps(
+        {
+            "Status": status,
+            "Reason": reason[:1000],
+            "PhysicalResourceId": event.get("PhysicalResourceId") or "switchyard-schema",
+            "StackId": event["StackId"],
+            "RequestId": event["RequestId"],
+            "LogicalResourceId": event["LogicalResourceId"],
+            "Data": data,
+        }
+    ).encode()
+    request = urllib.request.Request(
+        event["ResponseURL"],
+        data=body,
+        method="PUT",
+        headers={"content-type": "", "content-length": str(len(body))},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        response.read()
+
+
+@logger.inject_lambda_context(log_event=False)
+def handler(event: dict[str, Any], context: Any) -> None:
+    request_type = event.get("RequestType")
+    try:
+        applied = [] if request_type == "Delete" else migrate()
+    except Exception as exc:
+        logger.exception("migrations failed")
+        respond(event, context, "FAILED", {}, f"migrations failed: {exc}")
+        return
+    logger.info("migrations applied", extra={"applied": applied, "request_type": request_type})
+    respond(event, context, "SUCCESS", {"Applied": ",".join(map(str, applied))}, "ok")

@@ -1,0 +1,46 @@
+"""Webhook trigger: API Gateway → verify the HMAC of the raw body → StartExecution.
+
+One function per webhook trigger; the stack sets the SWITCHYARD_WEBHOOK_* variables
+(switchyard.constants). The logic is `switchyard.triggers.handle_webhook`.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from typing import Any
+
+import boto3
+from aws_lambda_powertools import Logger
+
+from switchyard.triggers import WebhookConfig, handle_webhook, request_from_http_event
+from switchyard.triggers.webhook import SecretCache, resolve_secret
+
+logger = Logger()
+
+
+@cache
+def _config() -> WebhookConfig:
+    return WebhookConfig.from_env(os.environ)
+
+
+@cache
+def _sfn() -> Any:
+    return boto3.client("stepfunctions")
+
+
+@cache
+def _secrets() -> SecretCache:
+    client = boto3.client("secretsmanager")
+    return SecretCache(lambda ref: resolve_secret(ref, environ=os.environ, secrets=client))
+
+
+@logger.inject_lambda_context(log_event=False)
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    config = _config()
+    request = request_from_http_event(event)
+    response = handle_webhook(request, config, secret=_secrets().get(config.secret), sfn=_sfn())
+    logger.info(
+        "webhook", extra={"workflow": config.workflow, "status": response.status, **response.body}
+    )
+    return response.to_http()

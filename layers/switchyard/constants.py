@@ -1,0 +1,237 @@
+"""Names shared by the library and the CDK app: environment variables, functions, metrics.
+
+The CDK stack (`infra/`) sets these environment variables on the Lambda functions, and the library
+reads them; keeping both sides on one module means a renamed variable cannot leave a function
+silently unconfigured. An explicit argument always beats the environment.
+
+Only the standard library is imported here: `infra/` imports this module without the library's
+runtime dependencies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+# --- environment variables the library reads ------------------------------------------------
+
+# Models
+MODEL_PRICES_ENV = "SWITCHYARD_MODEL_PRICES"
+"""Path of a JSON or YAML file overriding or adding model prices."""
+DEFAULT_PROVIDER_ENV = "SWITCHYARD_PROVIDER"
+"""`anthropic` or `bedrock`: the provider of steps that do not name one."""
+LLM_SCRIPT_ENV = "SWITCHYARD_LLM_SCRIPT"
+"""Path of a model script: agent and router steps answer from it (offline runs, tests)."""
+API_KEY_ENV = "ANTHROPIC_API_KEY"
+API_KEY_SECRET_ENV = "SWITCHYARD_ANTHROPIC_SECRET"
+"""Name or ARN of a Secrets Manager secret holding the Anthropic key (raw, or JSON `api_key`)."""
+
+# Budgets and stores
+TENANT_DAILY_LIMITS_ENV = "SWITCHYARD_TENANT_DAILY_LIMITS"
+"""JSON `{"tenant": usd}`: each tenant's daily spend limit."""
+BUDGET_TABLE_ENV = "SWITCHYARD_BUDGET_TABLE"
+"""DynamoDB table of the budget ledger (key `pk`)."""
+IDEMPOTENCY_TABLE_ENV = "SWITCHYARD_IDEMPOTENCY_TABLE"
+"""DynamoDB table of Powertools idempotency records (key `id`, TTL attribute `expiration`)."""
+OUTPUT_BUCKET_ENV = "SWITCHYARD_OUTPUT_BUCKET"
+"""S3 bucket of large step outputs."""
+
+# The run store (Aurora PostgreSQL on AWS)
+DATABASE_SECRET_ARN_ENV = "SWITCHYARD_DATABASE_SECRET_ARN"
+"""Secrets Manager secret of the database (RDS layout: host, port, dbname, username, password)."""
+DATABASE_HOST_ENV = "SWITCHYARD_DATABASE_HOST"
+DATABASE_PORT_ENV = "SWITCHYARD_DATABASE_PORT"
+DATABASE_NAME_ENV = "SWITCHYARD_DATABASE_NAME"
+
+# Tools
+HTTP_ALLOWED_HOSTS_ENV = "SWITCHYARD_HTTP_ALLOWED_HOSTS"
+"""Comma-separated host patterns (`api.example.com`, `*.example.com`); unset: any host."""
+SQL_CONNECTION_ENV_PREFIX = "SWITCHYARD_SQL_"
+"""`SWITCHYARD_SQL_<NAME>`: the conninfo of the named connection `name` of `sql.query`."""
+SECRET_ENV_PREFIX = "SWITCHYARD_SECRET_"
+"""`SWITCHYARD_SECRET_<NAME>`: a secret's value; else Secrets Manager secret `<name>`."""
+EMAIL_FROM_ENV = "SWITCHYARD_EMAIL_FROM"
+EVENT_BUS_ENV = "SWITCHYARD_EVENT_BUS"
+"""Event bus of the `events.put` tool and of `event` triggers."""
+
+# Gates
+APPROVAL_BASE_URL_ENV = "SWITCHYARD_APPROVAL_BASE_URL"
+"""Base URL of approval links that approval_notify sends (`<base>/<token id>`)."""
+
+# Webhook triggers (functions/webhook_trigger, one function per webhook trigger)
+WEBHOOK_WORKFLOW_ENV = "SWITCHYARD_WEBHOOK_WORKFLOW"
+"""Name of the workflow the webhook starts."""
+WEBHOOK_STATE_MACHINE_ARN_ENV = "SWITCHYARD_WEBHOOK_STATE_MACHINE_ARN"
+"""ARN (the alias that new runs start on) of the workflow's state machine."""
+WEBHOOK_SECRET_ENV = "SWITCHYARD_WEBHOOK_SECRET"
+"""Where the HMAC key is: `env:NAME` or `secret:NAME` (a Secrets Manager name or ARN)."""
+WEBHOOK_INPUT_ENV = "SWITCHYARD_WEBHOOK_INPUT"
+"""JSON object of the trigger's `input` templates (over `body`, `headers`, `query`)."""
+
+# Powertools (read by aws_lambda_powertools itself)
+POWERTOOLS_SERVICE_NAME_ENV = "POWERTOOLS_SERVICE_NAME"
+POWERTOOLS_LOG_LEVEL_ENV = "POWERTOOLS_LOG_LEVEL"
+POWERTOOLS_METRICS_NAMESPACE_ENV = "POWERTOOLS_METRICS_NAMESPACE"
+POWERTOOLS_TRACER_CAPTURE_RESPONSE_ENV = "POWERTOOLS_TRACER_CAPTURE_RESPONSE"
+"""`false`: traces must not carry step outputs (prompts, model answers)."""
+POWERTOOLS_LOGGER_LOG_EVENT_ENV = "POWERTOOLS_LOGGER_LOG_EVENT"
+"""`false`: events carry prompts and task tokens, which must not reach logs."""
+
+SERVICE_NAME = "switchyard"
+"""Powertools service name of every function: the `service` dimension of every metric."""
+
+# --- metrics ----------------------------------------------------------------------------------
+
+METRICS_NAMESPACE = "Switchyard"
+
+
+class Metric(StrEnum):
+    """Metric names in `METRICS_NAMESPACE`.
+
+    The functions emit the first group with Powertools (dimensions `service` and `workflow`, and
+    `step_type` for `STEP_DURATION`); the step runtime does not emit them yet, so the dashboard
+    shows them once the handlers do. The second group comes from metric filters that the stack
+    puts on each state machine's log group (dimension `workflow`), so it needs no function code.
+    """
+
+    STEP_DURATION = "StepDuration"
+    """Milliseconds of one attempt of an agent, tool or router step."""
+    INPUT_TOKENS = "InputTokens"
+    OUTPUT_TOKENS = "OutputTokens"
+    COST_USD = "CostUsd"
+    """Dollars spent by one step attempt (unit None: CloudWatch has no currency unit)."""
+
+    GATE_TIMEOUTS = "GateTimeouts"
+    """A waitForTaskToken gate waited past its timeout (TaskTimedOut in the execution log)."""
+    BUDGET_PAUSES = "BudgetPauses"
+    """A run entered a budget pause gate (`<step>:over budget`)."""
+
+
+class MetricDimension(StrEnum):
+    SERVICE = "service"
+    WORKFLOW = "workflow"
+    STEP_TYPE = "step_type"
+
+
+# --- the Lambda functions the stack deploys ---------------------------------------------------
+
+
+class Placement(StrEnum):
+    """Where a function runs, which decides what it can reach (docs/deploy.md)."""
+
+    VPC = "vpc"
+    """Private subnets: the database directly, the internet through the NAT gateway."""
+    PUBLIC = "public"
+    """Outside the VPC: AWS APIs with IAM; no database."""
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSpec:
+    """One `functions/<name>/handler.py` and how it is deployed."""
+
+    name: str
+    memory_mb: int
+    timeout_seconds: int
+    reserved_concurrency: int | None
+    """Per step type: the model provider's rate limit is the real ceiling, so agent and router
+    steps are capped below it; None leaves the function on the account's unreserved pool."""
+    placement: Placement
+    uses_database: bool
+    purpose: str
+
+
+FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
+    FunctionSpec(
+        name="agent_step",
+        memory_mb=1024,
+        timeout_seconds=900,
+        reserved_concurrency=50,
+        placement=Placement.VPC,
+        uses_database=True,
+        purpose="agent steps: model calls, tool loop, turn journal, budgets (Aurora + model API)",
+    ),
+    FunctionSpec(
+        name="tool_step",
+        memory_mb=512,
+        timeout_seconds=900,
+        reserved_concurrency=50,
+        placement=Placement.VPC,
+        uses_database=True,
+        purpose="tool steps: HTTP, SQL, AWS tools behind the tool gateway (Aurora + internet)",
+    ),
+    FunctionSpec(
+        name="router_step",
+        memory_mb=512,
+        timeout_seconds=300,
+        reserved_concurrency=20,
+        placement=Placement.VPC,
+        uses_database=True,
+        purpose="LLM routers: one model call, budgets, the rate-limit gate (Aurora + model API)",
+    ),
+    FunctionSpec(
+        name="approval_notify",
+        memory_mb=256,
+        timeout_seconds=60,
+        reserved_concurrency=10,
+        placement=Placement.VPC,
+        uses_database=True,
+        purpose="every waitForTaskToken gate: records the approval and notifies a person",
+    ),
+    FunctionSpec(
+        name="run_start",
+        memory_mb=256,
+        timeout_seconds=30,
+        reserved_concurrency=None,
+        placement=Placement.PUBLIC,
+        uses_database=False,
+        purpose="first state of every machine: checks the run input (pure computation)",
+    ),
+    FunctionSpec(
+        name="render",
+        memory_mb=256,
+        timeout_seconds=30,
+        reserved_concurrency=None,
+        placement=Placement.PUBLIC,
+        uses_database=False,
+        purpose="templates that JSONPath cannot express (pure computation)",
+    ),
+)
+"""Functions that compiled state machines call (`switchyard.contract.FunctionName`)."""
+
+WEBHOOK_FUNCTION = FunctionSpec(
+    name="webhook_trigger",
+    memory_mb=256,
+    timeout_seconds=30,
+    reserved_concurrency=10,
+    placement=Placement.PUBLIC,
+    uses_database=False,
+    purpose="webhook triggers: verifies the HMAC of the raw body, starts the run (one per trigger)",
+)
+MIGRATE_FUNCTION = FunctionSpec(
+    name="migrate",
+    memory_mb=256,
+    timeout_seconds=300,
+    reserved_concurrency=1,
+    placement=Placement.VPC,
+    uses_database=True,
+    purpose="custom resource: applies schema migrations to Aurora on deploys that change them",
+)
+PLATFORM_FUNCTIONS: tuple[FunctionSpec, ...] = (WEBHOOK_FUNCTION, MIGRATE_FUNCTION)
+
+# --- identifiers of deployed resources ---------------------------------------------------------
+
+EVENT_BUS_NAME = "switchyard"
+"""The event bus that `event` triggers listen on."""
+DATABASE_NAME = "switchyard"
+DATABASE_USER = "switchyard"
+LIVE_ALIAS = "live"
+"""The alias that new runs start on; `v<n>` aliases serve sub-workflows pinned to version n."""
+STEP_DEAD_LETTER_QUEUE = "step-dead-letters"
+IDEMPOTENCY_KEY_ATTRIBUTE = "id"
+IDEMPOTENCY_TTL_ATTRIBUTE = "expiration"
+BUDGET_KEY_ATTRIBUTE = "pk"
+
+
+def pinned_alias(version: int) -> str:
+    """The alias of a workflow's version `version` (`v2`)."""
+    return f"v{version}"

@@ -1,0 +1,213 @@
+"""Webhook triggers: signature checks, execution names, and starts on moto's Step Functions."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from switchyard.constants import (
+    WEBHOOK_INPUT_ENV,
+    WEBHOOK_SECRET_ENV,
+    WEBHOOK_STATE_MACHINE_ARN_ENV,
+    WEBHOOK_WORKFLOW_ENV,
+)
+from switchyard.triggers import (
+    WebhookConfig,
+    WebhookRequest,
+    execution_name,
+    handle_webhook,
+    request_from_http_event,
+    resolve_secret,
+    signature_matches,
+)
+from switchyard.triggers.webhook import SecretCache, WebhookConfigError
+
+SECRET = b"s3cret"
+BODY = json.dumps({"ticket": {"id": "T-1", "text": "printer on fire"}}).encode()
+REGION = "us-east-1"
+PASS_MACHINE = json.dumps({"StartAt": "wait", "States": {"wait": {"Type": "Pass", "End": True}}})
+
+
+def sign(body: bytes, secret: bytes = SECRET) -> str:
+    return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+
+
+def test_hex_signature_with_and_without_prefix_matches() -> None:
+    signature = sign(BODY)
+    assert signature_matches(BODY, signature, SECRET)
+    assert signature_matches(BODY, signature.removeprefix("sha256=").upper(), SECRET)
+
+
+def test_base64_signature_matches() -> None:
+    digest = hmac.new(SECRET, BODY, hashlib.sha256).digest()
+    assert signature_matches(BODY, base64.b64encode(digest).decode(), SECRET)
+
+
+@pytest.mark.parametrize(
+    "signature",
+    [None, "", "sha256=", sign(BODY, b"other key"), sign(BODY + b" "), "sha256=zz", "ü" * 64],
+)
+def test_wrong_missing_or_garbled_signature_does_not_match(signature: str | None) -> None:
+    assert not signature_matches(BODY, signature, SECRET)
+
+
+def test_execution_name_comes_from_the_delivery_id_when_there_is_one() -> None:
+    first = WebhookRequest(body=BODY, headers={"x-github-delivery": "d-1"})
+    same_delivery_other_body = WebhookRequest(body=b"{}", headers={"x-github-delivery": "d-1"})
+    other_delivery = WebhookRequest(body=BODY, headers={"x-github-delivery": "d-2"})
+    name = execution_name("tickets", first)
+    assert name == execution_name("tickets", same_delivery_other_body)
+    assert name != execution_name("tickets", other_delivery)
+    assert name != execution_name("other-workflow", first)
+    assert name.startswith("wh-") and len(name) <= 80
+    assert all(c.isalnum() or c == "-" for c in name)
+
+
+def test_execution_name_falls_back_to_the_body_hash() -> None:
+    assert execution_name("w", WebhookRequest(body=BODY)) == execution_name(
+        "w", WebhookRequest(body=BODY, headers={"user-agent": "x"})
+    )
+    assert execution_name("w", WebhookRequest(body=BODY)) != execution_name(
+        "w", WebhookRequest(body=b"{}")
+    )
+
+
+def test_http_api_event_becomes_a_request_with_the_raw_body() -> None:
+    event = {
+        "body": base64.b64encode(BODY).decode(),
+        "isBase64Encoded": True,
+        "headers": {"X-Hub-Signature-256": "sha256=ab"},
+        "queryStringParameters": {"source": "shop"},
+    }
+    request = request_from_http_event(event)
+    assert request.body == BODY
+    assert request.headers == {"x-hub-signature-256": "sha256=ab"}
+    assert request.query == {"source": "shop"}
+    assert request_from_http_event({"body": None, "headers": None}).body == b""
+
+
+def test_config_from_env_names_what_is_missing() -> None:
+    with pytest.raises(WebhookConfigError, match=WEBHOOK_SECRET_ENV):
+        WebhookConfig.from_env({WEBHOOK_WORKFLOW_ENV: "w", WEBHOOK_STATE_MACHINE_ARN_ENV: "arn"})
+    config = WebhookConfig.from_env(
+        {
+            WEBHOOK_WORKFLOW_ENV: "w",
+            WEBHOOK_STATE_MACHINE_ARN_ENV: "arn",
+            WEBHOOK_SECRET_ENV: "env:KEY",
+            WEBHOOK_INPUT_ENV: '{"a": "{{ body.a }}"}',
+        }
+    )
+    assert config.input == {"a": "{{ body.a }}"}
+
+
+def test_secret_from_env_and_from_secrets_manager() -> None:
+    assert resolve_secret("env:KEY", environ={"KEY": "abc"}) == b"abc"
+    with pytest.raises(WebhookConfigError, match="KEY is unset"):
+        resolve_secret("env:KEY", environ={})
+    with pytest.raises(WebhookConfigError, match="env:NAME or secret:NAME"):
+        resolve_secret("vault:KEY", environ={})
+    with mock_aws():
+        client = boto3.client("secretsmanager", region_name=REGION)
+        client.create_secret(Name="shop/webhook", SecretString="from-sm")
+        assert resolve_secret("secret:shop/webhook", environ={}, secrets=client) == b"from-sm"
+
+
+def test_secret_cache_reloads_after_its_ttl() -> None:
+    now = [0.0]
+    loads: list[str] = []
+
+    def loader(ref: str) -> bytes:
+        loads.append(ref)
+        return f"key{len(loads)}".encode()
+
+    cache = SecretCache(loader, ttl_seconds=300, clock=lambda: now[0])
+    assert cache.get("env:K") == b"key1"
+    now[0] = 299
+    assert cache.get("env:K") == b"key1"
+    now[0] = 300
+    assert cache.get("env:K") == b"key2"
+
+
+@pytest.fixture
+def sfn() -> Any:
+    with mock_aws():
+        client = boto3.client("stepfunctions", region_name=REGION)
+        yield client
+
+
+def _machine(sfn: Any) -> str:
+    return str(
+        sfn.create_state_machine(
+            name="tickets",
+            definition=PASS_MACHINE,
+            roleArn="arn:aws:iam::123456789012:role/sfn",
+        )["stateMachineArn"]
+    )
+
+
+def _config(arn: str) -> WebhookConfig:
+    return WebhookConfig(
+        workflow="tickets",
+        state_machine_arn=arn,
+        secret="env:KEY",
+        input={"ticket_id": "{{ body.ticket.id }}", "source": "{{ query.source }}"},
+    )
+
+
+def test_a_signed_delivery_starts_one_run_with_the_rendered_input(sfn: Any) -> None:
+    config = _config(_machine(sfn))
+    request = WebhookRequest(
+        body=BODY,
+        headers={"x-switchyard-signature": sign(BODY), "x-switchyard-delivery": "d-1"},
+        query={"source": "shop"},
+    )
+    response = handle_webhook(request, config, secret=SECRET, sfn=sfn)
+    assert response.status == 202
+    assert response.body["execution_name"] == execution_name("tickets", request)
+    described = sfn.describe_execution(executionArn=response.body["execution_arn"])
+    assert json.loads(described["input"]) == {"ticket_id": "T-1", "source": "shop"}
+
+
+def test_a_redelivery_starts_no_second_run(sfn: Any) -> None:
+    arn = _machine(sfn)
+    config = _config(arn)
+    request = WebhookRequest(
+        body=BODY, headers={"x-hub-signature-256": sign(BODY)}, query={"source": "shop"}
+    )
+    first = handle_webhook(request, config, secret=SECRET, sfn=sfn)
+    assert first.status == 202
+    # While the run is going, StartExecution with the same name and input is idempotent on AWS
+    # (and on moto): the same execution comes back.
+    while_running = handle_webhook(request, config, secret=SECRET, sfn=sfn)
+    assert while_running.body["execution_arn"] == first.body["execution_arn"]
+    sfn.stop_execution(executionArn=first.body["execution_arn"])
+    after_it_ended = handle_webhook(request, config, secret=SECRET, sfn=sfn)
+    assert after_it_ended.status == 200
+    assert after_it_ended.body["status"] == "duplicate"
+    assert len(sfn.list_executions(stateMachineArn=arn)["executions"]) == 1
+
+
+def test_a_bad_signature_is_401_and_starts_nothing(sfn: Any) -> None:
+    arn = _machine(sfn)
+    request = WebhookRequest(body=BODY, headers={"x-switchyard-signature": sign(b"other")})
+    response = handle_webhook(request, _config(arn), secret=SECRET, sfn=sfn)
+    assert response.status == 401
+    assert response.to_http()["statusCode"] == 401
+    assert sfn.list_executions(stateMachineArn=arn)["executions"] == []
+
+
+def test_a_template_that_fails_is_422(sfn: Any) -> None:
+    arn = _machine(sfn)
+    request = WebhookRequest(
+        body=b"not json", headers={"x-switchyard-signature": sign(b"not json")}
+    )
+    response = handle_webhook(request, _config(arn), secret=SECRET, sfn=sfn)
+    assert response.status == 422
+    assert sfn.list_executions(stateMachineArn=arn)["executions"] == []
