@@ -56,9 +56,13 @@ def can_need_human(unit: Unit, body: Body) -> bool:
 def invocation(unit: Unit, body: Body, *, loop_retries: bool) -> State:
     """The Task that calls the step's function with a `StepInvocation` payload."""
     parent = unit.step if unit.scope else None
+    config = step_config(unit.workflow, body, parent_input=getattr(parent, "input", None))
+    if parent is not None and parent.after:  # a map's or loop's step joins its parent's `after`
+        config["after"] = list(parent.after)
+        config["merge"] = parent.merge
     payload: dict[str, Any] = {
         "step_id": unit.step_id,
-        "step": step_config(unit.workflow, body, parent_input=getattr(parent, "input", None)),
+        "step": config,
         "workflow": unit.workflow_info(),
         "context": unit.context(body),
         "retry_count.$": "$$.State.RetryCount",

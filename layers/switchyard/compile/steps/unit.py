@@ -113,7 +113,8 @@ def step_config(
     config["type"] = body.type
     if parent_input:
         config["input"] = {**parent_input, **config.get("input", {})}
-    for key in ("after", "when", "fallback", "on_error", "step"):
+    # `after` and `merge` stay: the runtime builds `joined` from them.
+    for key in ("when", "fallback", "on_error", "step"):
         config.pop(key, None)
     defaults = workflow.defaults
     if isinstance(body, AgentBody):

@@ -1,0 +1,858 @@
+"""The local engine: executes compiled state machines durably on PostgreSQL.
+
+One coordinator thread owns every transition. It takes a batch of commands (a task finished, a
+timer fired, a callback, a start), lets the interpreter turn each into a transition, commits the
+whole batch in one transaction (history events, frames, timers, tasks, tokens, run records), and
+only then acts: dispatches tasks to the worker pool, arms timers, answers API calls. A crash
+loses nothing committed; on start the engine re-dispatches the tasks that had not finished and
+re-arms the timers, and loads executions from their frames when an event arrives for them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import queue
+import re
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from switchyard.engine import errors
+from switchyard.engine.arns import Arns, machine_name, split_machine_arn
+from switchyard.engine.asl import (
+    Entropy,
+    ExecutionContext,
+    StateMachine,
+    parse_definition,
+)
+from switchyard.engine.commands import (
+    Callback,
+    ChildFinished,
+    Command,
+    RedriveExecution,
+    StartChild,
+    StartExecution,
+    StopExecution,
+    TaskDone,
+    TimerFired,
+)
+from switchyard.engine.dispatch import Dispatcher, FunctionRegistry, TaskOutcome
+from switchyard.engine.dispatch.workers import invoke
+from switchyard.engine.interpreter import (
+    Execution,
+    ExecutionStatus,
+    FrameStatus,
+    InlineResult,
+    Interpreter,
+    TaskRequest,
+    TimerRequest,
+    Transition,
+)
+from switchyard.engine.records import RunRecorder
+from switchyard.engine.store import EngineStore, ExecutionRow
+from switchyard.engine.timers import TimerHeap
+from switchyard.stores.migrate import apply_migrations
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+_NAME = r"^[0-9A-Za-z_-]{1,80}$"
+_MAX_CACHE = 2000
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class _Batch:
+    transitions: list[Transition] = field(default_factory=list)
+    replies: list[tuple[Future[Any], Any, BaseException | None]] = field(default_factory=list)
+    follow_ups: list[Command] = field(default_factory=list)
+
+    def add(self, transition: Transition | None) -> None:
+        if transition is not None:
+            self.transitions.append(transition)
+
+    def reply(
+        self, command: Command, value: Any = None, error: BaseException | None = None
+    ) -> None:
+        if command.reply is not None:
+            self.replies.append((command.reply, value, error))
+
+
+class Engine:
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        registry: FunctionRegistry | None = None,
+        arns: Arns | None = None,
+        workers: int = 16,
+        clock: Clock = utc_now,
+        entropy: Entropy | None = None,
+        batch_limit: int = 512,
+    ) -> None:
+        self.conninfo = conninfo
+        self.registry = registry or FunctionRegistry()
+        self.arns = arns or Arns()
+        self._clock = clock
+        self._batch_limit = batch_limit
+        self._interpreter = Interpreter(
+            clock=clock, entropy=entropy or Entropy(), inline=self._inline
+        )
+        self._inbox: queue.SimpleQueue[Command] = queue.SimpleQueue()
+        self._timers = TimerHeap()
+        self._cache: OrderedDict[int, Execution] = OrderedDict()
+        self._by_arn: dict[str, int] = {}
+        self._machines: dict[str, StateMachine] = {}
+        self._stop = threading.Event()
+        self._done = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._dispatcher = Dispatcher(self.registry, workers=workers, on_outcome=self._task_outcome)
+        self._conn: psycopg.Connection[Any] | None = None
+        self._store: EngineStore | None = None
+        self._recorder: RunRecorder | None = None
+        self._pool: ConnectionPool | None = None
+        self._current_execution_id: int | None = None
+
+    # --- life cycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Migrate, recover, and run the coordinator (the caller holds the ownership lock)."""
+        with psycopg.connect(self.conninfo) as conn:
+            apply_migrations(conn)
+        self._conn = psycopg.connect(self.conninfo, autocommit=False)
+        self._store = EngineStore(self._conn)
+        self._recorder = RunRecorder(self._conn)
+        self._pool = ConnectionPool(
+            self.conninfo, min_size=1, max_size=4, open=True, kwargs={"autocommit": True}
+        )
+        self._recover()
+        self._thread = threading.Thread(target=self._loop, name="switchyard-engine", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._dispatcher.shutdown()
+        if self._pool is not None:
+            self._pool.close()
+        if self._conn is not None:
+            self._conn.close()
+
+    def __enter__(self) -> Engine:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- reads (their own connections; safe from any thread) ---------------------------------
+
+    @contextmanager
+    def read(self) -> Iterator[EngineStore]:
+        """A store on a pooled connection, for queries from API threads."""
+        assert self._pool is not None, "start the engine first"
+        with self._pool.connection() as conn:
+            yield EngineStore(conn)
+
+    # --- commands (through the coordinator) ---------------------------------------------------
+
+    def submit(self, command: Command, *, timeout: float | None = 30.0) -> Any:
+        future: Future[Any] = Future()
+        command.reply = future
+        self._inbox.put(command)
+        return future.result(timeout=timeout)
+
+    def post(self, command: Command) -> None:
+        self._inbox.put(command)
+
+    def wait(self, arn: str, timeout: float | None = None) -> str:
+        """Block until the execution ends; returns its status."""
+        end = None if timeout is None else time.monotonic() + timeout
+        status = self._status(arn)
+        while status == "RUNNING":
+            remaining = None if end is None else end - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                break
+            with self._done:
+                self._done.wait(timeout=0.25 if remaining is None else min(0.25, remaining))
+            status = self._status(arn)
+        return status
+
+    def _status(self, arn: str) -> str:
+        with self.read() as store:
+            row = store.execution_row(arn=arn)
+        if row is None:
+            raise errors.ExecutionDoesNotExist(f"Execution Does Not Exist: '{arn}'")
+        return row.status
+
+    # --- the coordinator ---------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            commands = self._take()
+            due = self._timers.pop_due(self._clock())
+            commands += [TimerFired(d.execution_id, d.frame, d.kind, d.attempt) for d in due]
+            if commands:
+                self._process(commands)
+
+    def _take(self) -> list[Command]:
+        next_at = self._timers.next_at()
+        wait = 0.05
+        if next_at is not None:
+            wait = max(0.0, min(wait, (next_at - self._clock()).total_seconds()))
+        commands: list[Command] = []
+        try:
+            commands.append(self._inbox.get(timeout=wait) if wait > 0 else self._inbox.get_nowait())
+        except queue.Empty:
+            return commands
+        while len(commands) < self._batch_limit:
+            try:
+                commands.append(self._inbox.get_nowait())
+            except queue.Empty:
+                break
+        return commands
+
+    def _process(self, commands: list[Command]) -> None:
+        assert self._conn is not None and self._store is not None
+        batch = _Batch()
+        try:
+            with self._conn.transaction():
+                for command in commands:
+                    self._apply_one(command, batch)
+                self._store.write_transitions(batch.transitions)
+        except Exception as exc:
+            log.exception("a batch of %d commands failed to commit", len(commands))
+            self._after_failed_batch(commands, batch, exc)
+            return
+        self._after_commit(batch)
+
+    def _apply_one(self, command: Command, batch: _Batch) -> None:
+        assert self._conn is not None
+        try:
+            with self._conn.transaction():  # a savepoint: a failed command loses only itself
+                value = self._apply(command, batch)
+        except errors.EngineError as error:
+            batch.reply(command, error=error)
+            return
+        except Exception as error:
+            log.exception("command %s failed", type(command).__name__)
+            if self._current_execution_id is not None:
+                self._evict(self._current_execution_id)
+            batch.reply(command, error=error)
+            return
+        finally:
+            self._current_execution_id = None
+        batch.reply(command, value)
+
+    def _apply(self, command: Command, batch: _Batch) -> Any:
+        if isinstance(command, StartExecution):
+            return self._start_execution(command, batch)
+        if isinstance(command, TaskDone):
+            return self._task_done(command, batch)
+        if isinstance(command, Callback):
+            return self._callback(command, batch)
+        if isinstance(command, TimerFired):
+            execution = self._load(execution_id=command.execution_id)
+            if execution is not None:
+                batch.add(
+                    self._interpreter.timer(execution, command.frame, command.kind, command.attempt)
+                )
+            return None
+        if isinstance(command, StopExecution):
+            return self._stop_execution(command, batch)
+        if isinstance(command, RedriveExecution):
+            return self._redrive(command, batch)
+        if isinstance(command, StartChild):
+            return self._start_child(command, batch)
+        if isinstance(command, ChildFinished):
+            return self._child_finished(command, batch)
+        raise TypeError(f"unknown command {command!r}")
+
+    # --- executions ----------------------------------------------------------------------------
+
+    def _machine_for(self, arn: str) -> tuple[str, str, str | None, str]:
+        """(machine ARN, definition text, version ARN or None, definition hash) for a start."""
+        assert self._store is not None
+        base, qualifier = split_machine_arn(arn)
+        machine = self._store.machine(base)
+        if machine is None:
+            raise errors.StateMachineDoesNotExist(f"State Machine Does Not Exist: '{arn}'")
+        if qualifier is None:
+            return base, machine.definition, None, machine.definition_hash
+        if qualifier.isdigit():
+            version = self._store.version(arn)
+            if version is None:
+                raise errors.StateMachineDoesNotExist(f"State Machine Does Not Exist: '{arn}'")
+            return base, version["definition"], arn, version["definition_hash"]
+        alias = self._store.alias(arn)
+        if alias is None:
+            raise errors.ResourceNotFound(f"Resource not found: '{arn}'")
+        target = max(alias["routing"], key=lambda r: r.get("weight", 0))["stateMachineVersionArn"]
+        version = self._store.version(target)
+        assert version is not None
+        return base, version["definition"], target, version["definition_hash"]
+
+    def _parsed(self, digest: str, text: str) -> StateMachine:
+        machine = self._machines.get(digest)
+        if machine is None:
+            machine = parse_definition(text)
+            self._machines[digest] = machine
+        return machine
+
+    def _start_execution(self, command: StartExecution, batch: _Batch) -> dict[str, Any]:
+        assert self._store is not None and self._recorder is not None
+        base, text, version_arn, digest = self._machine_for(command.machine_arn)
+        name = command.name or str(uuid.uuid4())
+        if not re.match(_NAME, name):
+            raise errors.InvalidName(f"Invalid Name: '{name}'")
+        arn = self.arns.execution(machine_name(base), name)
+        existing = self._store.execution_by_name(base, name)
+        if existing is not None:
+            if existing.status == "RUNNING" and existing.input == command.input:
+                return {"executionArn": existing.arn, "startDate": existing.started_at}
+            raise errors.ExecutionAlreadyExists(f"Execution Already Exists: '{existing.arn}'")
+        machine = self._parsed(digest, text)
+        now = self._clock()
+        execution = Execution(
+            id=0,
+            arn=arn,
+            name=name,
+            machine=machine,
+            machine_arn=base,
+            input=command.input,
+            context=self._context(arn, name, command.input, now, base, 0),
+            started_at=now,
+            parent=command.parent,
+            options=command.options,
+        )
+        execution.id = self._store.insert_execution(
+            execution, version_arn=version_arn, digest=digest
+        )
+        self._current_execution_id = execution.id
+        self._cache_put(execution)
+        transition = self._interpreter.start(execution, role_arn=self.arns.role())
+        parent_id = command.parent.get("execution_id") if command.parent else None
+        self._recorder.transition(transition, started=True, parent_id=parent_id)
+        batch.add(transition)
+        return {"executionArn": arn, "startDate": now}
+
+    def _context(
+        self, arn: str, name: str, data: Any, started: datetime, machine: str, redrives: int
+    ) -> ExecutionContext:
+        return ExecutionContext(
+            execution_id=arn,
+            execution_name=name,
+            execution_input=data,
+            start_time=started,
+            role_arn=self.arns.role(),
+            state_machine_id=machine,
+            state_machine_name=machine_name(machine),
+            redrive_count=redrives,
+        )
+
+    def _load(self, *, execution_id: int | None = None, arn: str | None = None) -> Execution | None:
+        """The execution in memory, loading it from its row and frames when needed."""
+        assert self._store is not None
+        if arn is not None and arn in self._by_arn:
+            execution_id = self._by_arn[arn]
+        if execution_id is not None and execution_id in self._cache:
+            self._cache.move_to_end(execution_id)
+            self._current_execution_id = execution_id
+            return self._cache[execution_id]
+        row = self._store.execution_row(arn=arn, execution_id=execution_id)
+        if row is None:
+            return None
+        execution = self._from_row(row)
+        self._current_execution_id = execution.id
+        self._cache_put(execution)
+        return execution
+
+    def _from_row(self, row: ExecutionRow) -> Execution:
+        assert self._store is not None
+        machine = self._parsed(row.definition_hash, self._store.definition(row.definition_hash))
+        execution = Execution(
+            id=row.id,
+            arn=row.arn,
+            name=row.name,
+            machine=machine,
+            machine_arn=row.machine_arn,
+            input=row.input,
+            context=self._context(
+                row.arn, row.name, row.input, row.started_at, row.machine_arn, row.redrive_count
+            ),
+            status=ExecutionStatus(row.status),
+            output=row.output,
+            error=row.error,
+            cause=row.cause,
+            started_at=row.started_at,
+            stopped_at=row.stopped_at,
+            next_frame=row.next_frame,
+            next_event=row.next_event,
+            parent=row.parent,
+            redrive_count=row.redrive_count,
+            options=row.options,
+            version=row.version,
+        )
+        self._store.load_frames(execution)
+        return execution
+
+    def _cache_put(self, execution: Execution) -> None:
+        self._cache[execution.id] = execution
+        self._by_arn[execution.arn] = execution.id
+        while len(self._cache) > _MAX_CACHE:
+            _, old = self._cache.popitem(last=False)
+            self._by_arn.pop(old.arn, None)
+
+    def _evict(self, execution_id: int) -> None:
+        execution = self._cache.pop(execution_id, None)
+        if execution is not None:
+            self._by_arn.pop(execution.arn, None)
+
+    # --- task results, callbacks, children ----------------------------------------------------
+
+    def _task_outcome(self, outcome: TaskOutcome) -> None:
+        self._inbox.put(TaskDone(outcome))
+
+    def _task_done(self, command: TaskDone, batch: _Batch) -> None:
+        assert self._recorder is not None
+        execution_id, frame_id, attempt = command.outcome.key
+        execution = self._load(execution_id=execution_id)
+        if execution is None:
+            return
+        frame = execution.frames.get(frame_id)
+        task = (frame.task or {}) if frame else {}
+        request = self._request(execution, frame_id, attempt)
+        outcome = command.outcome
+        if task.get("kind") == "callback":
+            if outcome.ok:
+                batch.add(
+                    self._interpreter.task_submitted(execution, frame_id, attempt, outcome.value)
+                )
+                return
+            transition = self._interpreter.task_failed(
+                execution, frame_id, attempt, outcome.error, outcome.cause
+            )
+        elif outcome.ok:
+            transition = self._interpreter.task_succeeded(
+                execution, frame_id, attempt, outcome.value
+            )
+        else:
+            transition = self._interpreter.task_failed(
+                execution, frame_id, attempt, outcome.error, outcome.cause
+            )
+        if transition is not None:
+            if request is not None:
+                self._recorder.task_result(execution, request, outcome.ok, outcome.value)
+            self._recorder.transition(transition, started=False, parent_id=None)
+        batch.add(transition)
+
+    def _request(self, execution: Execution, frame_id: int, attempt: int) -> TaskRequest | None:
+        assert self._conn is not None
+        row = self._conn.execute(
+            "SELECT kind, resource, parameters, token, timeout_seconds FROM sfn_tasks"
+            " WHERE execution_id = %s AND frame_id = %s AND attempt = %s",
+            (execution.id, frame_id, attempt),
+        ).fetchone()
+        if row is None:
+            return None
+        return TaskRequest(execution.arn, frame_id, attempt, row[0], row[1], row[2], row[3], row[4])
+
+    def _callback(self, command: Callback, batch: _Batch) -> dict[str, Any]:
+        assert self._store is not None and self._recorder is not None
+        found = self._store.token(command.token)
+        if found is None:
+            raise errors.TaskDoesNotExist("Task Does Not Exist")
+        execution = self._load(execution_id=found[0])
+        if execution is None or execution.status.is_final:
+            raise errors.TaskDoesNotExist("Task Does Not Exist")
+        frame = execution.frames.get(found[1])
+        if frame is None or (frame.task or {}).get("token") != command.token:
+            raise errors.TaskTimedOut("Task Timed Out")
+        attempt = frame.attempt
+        if command.kind == "heartbeat":
+            batch.add(self._interpreter.heartbeat(execution, frame.id))
+            return {}
+        request = self._request(execution, frame.id, attempt)
+        if command.kind == "success":
+            transition = self._interpreter.task_succeeded(
+                execution, frame.id, attempt, command.output
+            )
+        else:
+            transition = self._interpreter.task_failed(
+                execution, frame.id, attempt, command.error, command.cause
+            )
+        if transition is not None:
+            if request is not None:
+                self._recorder.task_result(
+                    execution, request, command.kind == "success", command.output
+                )
+            self._recorder.transition(transition, started=False, parent_id=None)
+        batch.add(transition)
+        return {}
+
+    def _stop_execution(self, command: StopExecution, batch: _Batch) -> dict[str, Any]:
+        assert self._recorder is not None
+        execution = self._load(arn=command.arn)
+        if execution is None:
+            raise errors.ExecutionDoesNotExist(f"Execution Does Not Exist: '{command.arn}'")
+        if not execution.status.is_final:
+            transition = self._interpreter.stop(execution, error=command.error, cause=command.cause)
+            self._recorder.transition(transition, started=False, parent_id=None)
+            batch.add(transition)
+        return {"stopDate": execution.stopped_at or self._clock()}
+
+    def _redrive(self, command: RedriveExecution, batch: _Batch) -> dict[str, Any]:
+        assert self._recorder is not None and self._conn is not None
+        execution = self._load(arn=command.arn)
+        if execution is None:
+            raise errors.ExecutionDoesNotExist(f"Execution Does Not Exist: '{command.arn}'")
+        if execution.status not in (
+            ExecutionStatus.FAILED,
+            ExecutionStatus.TIMED_OUT,
+            ExecutionStatus.ABORTED,
+        ):
+            raise errors.ExecutionNotRedrivable(
+                f"Execution is {execution.status.value}, not redrivable"
+            )
+        transition = self._interpreter.redrive(execution)
+        now = self._clock()
+        self._conn.execute(
+            "UPDATE sfn_executions SET redrive_at = %s WHERE id = %s", (now, execution.id)
+        )
+        self._conn.execute(
+            "UPDATE workflow_runs SET status = 'running', ended_at = NULL, error = NULL,"
+            " updated_at = now(),"
+            " version = version + 1 WHERE execution_id = %s",
+            (execution.id,),
+        )
+        self._recorder.transition(transition, started=False, parent_id=None)
+        batch.add(transition)
+        return {"redriveDate": now}
+
+    def _start_child(self, command: StartChild, batch: _Batch) -> None:
+        parent = self._load(execution_id=command.execution_id)
+        if parent is None:
+            return
+        params = command.parameters if isinstance(command.parameters, dict) else {}
+        integration = command.resource.rsplit("startExecution", 1)[-1].lstrip(".") or "none"
+        data = params.get("Input", {})
+        if isinstance(data, str):
+            try:
+                data = json.loads(data)
+            except ValueError:
+                batch.add(
+                    self._interpreter.task_failed(
+                        parent,
+                        command.frame,
+                        command.attempt,
+                        "States.Runtime",
+                        "Input is not JSON",
+                    )
+                )
+                return
+        link = {
+            "execution_id": parent.id,
+            "arn": parent.arn,
+            "frame": command.frame,
+            "attempt": command.attempt,
+            "integration": integration,
+        }
+        name = str(params.get("Name") or uuid.uuid4())
+        try:
+            base, _, _, _ = self._machine_for(str(params.get("StateMachineArn", "")))
+            existing = self._store.execution_by_name(base, name) if self._store else None
+            if existing is None:
+                started = self._start_execution(
+                    StartExecution(str(params["StateMachineArn"]), name, data, parent=link), batch
+                )
+                child_arn = started["executionArn"]
+            else:  # a retry, a redrive or a recovery: the same child, not a second one
+                child_arn = existing.arn
+                if self._store is not None:
+                    self._store.conn.execute(
+                        "UPDATE sfn_executions SET parent = %s::jsonb WHERE id = %s",
+                        (json.dumps(link), existing.id),
+                    )
+                cached = self._load(execution_id=existing.id)
+                if cached is not None:
+                    cached.parent = link
+                if existing.status != "RUNNING" and integration != "none":
+                    self._post_after_commit(batch, ChildFinished(child_arn))
+        except errors.EngineError as error:
+            batch.add(
+                self._interpreter.task_failed(
+                    parent,
+                    command.frame,
+                    command.attempt,
+                    f"StepFunctions.{error.code}Exception",
+                    error.message,
+                )
+            )
+            return
+        frame = parent.frames.get(command.frame)
+        if frame is not None and frame.task is not None:
+            frame.task["child_arn"] = child_arn
+            frame.touch()
+        if integration == "none":
+            row = self._store.execution_row(arn=child_arn) if self._store else None
+            result = {
+                "ExecutionArn": child_arn,
+                "StartDate": _iso(row.started_at if row else self._clock()),
+            }
+            batch.add(
+                self._interpreter.task_succeeded(parent, command.frame, command.attempt, result)
+            )
+
+    def _child_finished(self, command: ChildFinished, batch: _Batch) -> None:
+        assert self._store is not None and self._recorder is not None
+        row = self._store.execution_row(arn=command.child_arn)
+        if row is None or row.parent is None or row.status == "RUNNING":
+            return
+        link = row.parent
+        parent = self._load(execution_id=int(link["execution_id"]))
+        if parent is None:
+            return
+        description = _child_description(row, sync2=link.get("integration") == "sync:2")
+        if row.status == "SUCCEEDED":
+            transition = self._interpreter.task_succeeded(
+                parent, int(link["frame"]), int(link["attempt"]), description
+            )
+        else:
+            transition = self._interpreter.task_failed(
+                parent,
+                int(link["frame"]),
+                int(link["attempt"]),
+                "States.TaskFailed",
+                json.dumps(description, default=str),
+            )
+        if transition is not None:
+            self._recorder.transition(transition, started=False, parent_id=None)
+        batch.add(transition)
+
+    def _post_after_commit(self, batch: _Batch, command: Command) -> None:
+        batch.follow_ups.append(command)
+
+    # --- inline tasks (inside the transition) --------------------------------------------------
+
+    def _inline(self, request: TaskRequest) -> InlineResult | None:
+        params = request.parameters if isinstance(request.parameters, dict) else {}
+        if request.kind == "sqs":
+            body = params.get("MessageBody", "")
+            text = body if isinstance(body, str) else json.dumps(body, separators=(",", ":"))
+            assert self._store is not None
+            execution_id = self._by_arn.get(request.execution_arn)
+            self._store.dead_letter(str(params.get("QueueUrl", "")), text, execution_id)
+            digest = hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()
+            return InlineResult(True, {"MessageId": str(uuid.uuid4()), "MD5OfMessageBody": digest})
+        if request.kind != "lambda":
+            return None
+        spec = self.registry.resolve(str(params.get("FunctionName", "")))
+        if spec is None or not spec.inline:
+            return None
+        ok, result, error, cause = invoke(
+            spec, params.get("Payload"), function_arn=self.arns.function(spec.name)
+        )
+        if ok:
+            return InlineResult(True, _lambda_result(result))
+        return InlineResult(False, error=error, cause=cause)
+
+    # --- after commit --------------------------------------------------------------------------
+
+    def _after_commit(self, batch: _Batch) -> None:
+        finished = False
+        for transition in batch.transitions:
+            execution = transition.execution
+            for request in transition.tasks:
+                self._dispatch(execution, request)
+            for op in transition.timers:
+                if isinstance(op, TimerRequest):
+                    self._timers.set((execution.id, op.frame, op.kind), op.fire_at, op.attempt)
+                else:
+                    self._timers.cancel((execution.id, op[0], op[1]))
+            for frame_id, attempt in transition.stopped_children:
+                self._stop_children(execution, frame_id, attempt)
+            if transition.finished:
+                finished = True
+                self._timers.cancel_execution(execution.id)
+                if execution.parent and execution.parent.get("integration") not in (None, "none"):
+                    self._inbox.put(ChildFinished(execution.arn))
+                self._evict(execution.id)
+            elif self._parked(execution):
+                self._evict(execution.id)
+        for command in batch.follow_ups:
+            self._inbox.put(command)
+        for future, value, error in batch.replies:
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(value)
+        if finished:
+            with self._done:
+                self._done.notify_all()
+
+    def _parked(self, execution: Execution) -> bool:
+        """Nothing will happen without a callback or a timer: keep it out of memory."""
+        for frame in execution.frames.values():
+            if frame.status is FrameStatus.RUNNING:
+                return False
+            if frame.status is FrameStatus.TASK and (frame.task or {}).get("kind") in (
+                "lambda",
+                "lambda_direct",
+                "child",
+            ):
+                return False
+        return True
+
+    def _dispatch(self, execution: Execution, request: TaskRequest) -> None:
+        key = (execution.id, request.frame, request.attempt)
+        params = request.parameters if isinstance(request.parameters, dict) else {}
+        if request.kind == "child":
+            self._inbox.put(
+                StartChild(
+                    execution.id,
+                    request.frame,
+                    request.attempt,
+                    request.resource,
+                    request.parameters,
+                )
+            )
+            return
+        if request.kind == "unsupported":
+            self._inbox.put(
+                TaskDone(
+                    TaskOutcome(
+                        key,
+                        False,
+                        error="States.Runtime",
+                        cause=f"The local engine cannot run {request.resource}",
+                    )
+                )
+            )
+            return
+        reference = (
+            request.resource
+            if request.kind == "lambda_direct"
+            else str(params.get("FunctionName", ""))
+        )
+        spec = self.registry.resolve(reference)
+        if spec is None:
+            cause = f"Function not found: {reference} (no handler in the functions directory)"
+            self._inbox.put(
+                TaskDone(
+                    TaskOutcome(key, False, error="Lambda.ResourceNotFoundException", cause=cause)
+                )
+            )
+            return
+        payload = request.parameters if request.kind == "lambda_direct" else params.get("Payload")
+        shaped = request.kind != "lambda_direct"
+        arn = self.arns.function(spec.name)
+
+        def job() -> TaskOutcome:
+            ok, result, error, cause = invoke(
+                spec, payload, function_arn=arn, timeout=request.timeout_seconds
+            )
+            if not ok:
+                return TaskOutcome(key, False, error=error, cause=cause)
+            return TaskOutcome(key, True, _lambda_result(result) if shaped else result)
+
+        self._dispatcher.submit(spec, job)
+
+    def _stop_children(self, execution: Execution, frame_id: int, attempt: int) -> None:
+        with self.read() as store:
+            rows = store.conn.execute(
+                "SELECT arn FROM sfn_executions WHERE status = 'RUNNING' AND"
+                " (parent->>'execution_id')::bigint = %s"
+                " AND (parent->>'frame')::int = %s AND (parent->>'attempt')::int = %s",
+                (execution.id, frame_id, attempt),
+            ).fetchall()
+        for (arn,) in rows:
+            self._inbox.put(
+                StopExecution(arn, error="States.Aborted", cause="The parent execution stopped")
+            )
+
+    def _after_failed_batch(
+        self, commands: list[Command], batch: _Batch, error: BaseException
+    ) -> None:
+        for transition in batch.transitions:
+            self._evict(transition.execution.id)
+        for command in commands:
+            if isinstance(command, TaskDone | TimerFired | ChildFinished | StartChild):
+                self._inbox.put(command)  # results must not be lost: apply them again
+            elif command.reply is not None and not command.reply.done():
+                command.reply.set_exception(error)
+
+    # --- recovery ------------------------------------------------------------------------------
+
+    def _recover(self) -> None:
+        """Re-arm the timers and re-dispatch the tasks that had not finished (at-least-once)."""
+        assert self._store is not None and self._conn is not None
+        for row in self._store.timers():
+            self._timers.set(
+                (row["execution_id"], row["frame_id"], row["kind"]), row["fire_at"], row["attempt"]
+            )
+        pending = self._store.pending_tasks()
+        self._conn.commit()
+        for row in pending:
+            request = TaskRequest(
+                row["execution_arn"], row["frame_id"], row["attempt"], row["kind"], row["resource"],
+                row["parameters"], row["token"], row["timeout_seconds"],
+            )  # fmt: skip
+            execution = self._load(execution_id=row["execution_id"])
+            self._conn.commit()
+            if execution is not None:
+                self._dispatch(execution, request)
+
+
+def _lambda_result(payload: Any) -> dict[str, Any]:
+    """What `arn:aws:states:::lambda:invoke` returns: the function's result under `Payload`."""
+    return {
+        "ExecutedVersion": "$LATEST",
+        "Payload": payload,
+        "SdkHttpMetadata": {"HttpHeaders": {}, "HttpStatusCode": 200},
+        "SdkResponseMetadata": {"RequestId": str(uuid.uuid4())},
+        "StatusCode": 200,
+    }
+
+
+def _iso(moment: datetime) -> str:
+    return (
+        moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    )
+
+
+def _child_description(row: ExecutionRow, *, sync2: bool) -> dict[str, Any]:
+    """DescribeExecution of a child, as `.sync` (JSON text) or `.sync:2` (JSON) returns it."""
+    description: dict[str, Any] = {
+        "ExecutionArn": row.arn,
+        "StateMachineArn": row.machine_arn,
+        "Name": row.name,
+        "Status": row.status,
+        "StartDate": _iso(row.started_at),
+        "Input": row.input if sync2 else json.dumps(row.input),
+        "InputDetails": {"Included": True},
+    }
+    if row.stopped_at is not None:
+        description["StopDate"] = _iso(row.stopped_at)
+    if row.status == "SUCCEEDED":
+        description["Output"] = row.output if sync2 else json.dumps(row.output)
+        description["OutputDetails"] = {"Included": True}
+    else:
+        description["Error"] = row.error
+        description["Cause"] = row.cause
+    return description

@@ -1,0 +1,1 @@
+"""One module per state type: what entering it does, as an explicit outcome."""

@@ -1,0 +1,216 @@
+"""Run records (`workflow_runs`, `task_runs`) kept from what the engine sees, in the same
+transaction as the transition: what `switchyard runs`, `run --json` and the dashboard read.
+
+Only machines compiled by switchyard (their Comment says "switchyard workflow NAME version N")
+get run records; other state machines are plain Step Functions executions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from decimal import Decimal
+from typing import Any
+
+import psycopg
+
+from switchyard.contract import error_type_of
+from switchyard.engine.interpreter import Execution, ExecutionStatus, TaskRequest, Transition
+
+_COMMENT = re.compile(r"^switchyard workflow (\S+) version (\d+)")
+_STEP_RECORD = re.compile(r"^\$\.steps\.([A-Za-z0-9_]+)$")
+_STEP_FUNCTIONS = ("agent_step", "tool_step", "router_step")
+_RUN_STATUS = {
+    ExecutionStatus.SUCCEEDED: "succeeded",
+    ExecutionStatus.FAILED: "failed",
+    ExecutionStatus.ABORTED: "cancelled",
+    ExecutionStatus.TIMED_OUT: "timed_out",
+}
+_GATE_STATUS = {"approval": "waiting", "human": "waiting", "pause": "paused", "budget": "paused"}
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def workflow_of(execution: Execution) -> tuple[str, int] | None:
+    match = _COMMENT.match(execution.machine.comment or "")
+    return (match.group(1), int(match.group(2))) if match else None
+
+
+def _payload(request: TaskRequest) -> dict[str, Any] | None:
+    parameters = request.parameters
+    if isinstance(parameters, dict) and isinstance(parameters.get("Payload"), dict):
+        return parameters["Payload"]  # type: ignore[no-any-return]
+    return None
+
+
+def _function(request: TaskRequest) -> str:
+    parameters = request.parameters if isinstance(request.parameters, dict) else {}
+    name = str(parameters.get("FunctionName", ""))
+    return name.rsplit(":", 1)[-1]
+
+
+def _item(payload: dict[str, Any]) -> str:
+    scope = (payload.get("context") or {}).get("scope") or {}
+    if "index" in scope:
+        return f"[{scope['index']}]"
+    if "iteration" in scope:
+        return f"#{scope['iteration']}"
+    return ""
+
+
+class RunRecorder:
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self._conn = conn
+
+    def transition(self, transition: Transition, *, started: bool, parent_id: int | None) -> None:
+        execution = transition.execution
+        workflow = workflow_of(execution)
+        if workflow is None:
+            return
+        if started:
+            self._conn.execute(
+                "INSERT INTO workflow_runs (execution_id, run_id, workflow, workflow_version,"
+                " status,"
+                " input, started_at, parent_execution_id) VALUES (%s, %s, %s, %s, 'running',"
+                " %s::jsonb, %s, %s)"
+                " ON CONFLICT (execution_id) DO NOTHING",
+                (execution.id, execution.name, workflow[0], workflow[1], _json(execution.input),
+                 execution.started_at, parent_id),
+            )  # fmt: skip
+        for request in transition.tasks:
+            self._scheduled(execution, request)
+        for _, path, value in transition.writes:
+            match = _STEP_RECORD.match(path)
+            if match and isinstance(value, dict) and value.get("status") not in (None, "running"):
+                self._record(execution, match.group(1), value)
+        if transition.finished:
+            self._finished(execution)
+
+    def task_result(self, execution: Execution, request: TaskRequest, ok: bool, value: Any) -> None:
+        """A step function returned: count its cost and tokens; a gate closed: run again."""
+        if workflow_of(execution) is None:
+            return
+        payload = _payload(request)
+        if payload is None:
+            return
+        if request.kind == "callback":
+            self._conn.execute(
+                "UPDATE workflow_runs SET status = 'running', updated_at = now(), version ="
+                " version + 1"
+                " WHERE execution_id = %s AND status IN ('waiting', 'paused')",
+                (execution.id,),
+            )
+            return
+        if not ok or _function(request) not in _STEP_FUNCTIONS or not isinstance(value, dict):
+            return
+        result = value.get("Payload") if "Payload" in value else value
+        if not isinstance(result, dict):
+            return
+        usage = result.get("usage") or {}
+        cost = Decimal(str(result.get("cost_usd") or 0))
+        tokens_in = int(usage.get("input_tokens") or 0)
+        tokens_out = int(usage.get("output_tokens") or 0)
+        cached = int(usage.get("cache_read_tokens") or 0)
+        step_id = str(payload.get("step_id"))
+        item = _item(payload)
+        self._conn.execute(
+            "INSERT INTO task_runs (execution_id, step_id, item, status, attempts, cost_usd,"
+            " input_tokens,"
+            " output_tokens, cache_read_tokens, model, provider, started_at)"
+            " VALUES (%s, %s, %s, 'running', %s, %s, %s, %s, %s, %s, %s, now())"
+            " ON CONFLICT (execution_id, step_id, item) DO UPDATE SET"
+            " attempts = GREATEST(task_runs.attempts, EXCLUDED.attempts),"
+            " cost_usd = task_runs.cost_usd + EXCLUDED.cost_usd,"
+            " input_tokens = task_runs.input_tokens + EXCLUDED.input_tokens,"
+            " output_tokens = task_runs.output_tokens + EXCLUDED.output_tokens,"
+            " cache_read_tokens = task_runs.cache_read_tokens + EXCLUDED.cache_read_tokens,"
+            " model = COALESCE(EXCLUDED.model, task_runs.model),"
+            " provider = COALESCE(EXCLUDED.provider, task_runs.provider),"
+            " updated_at = now(), version = task_runs.version + 1",
+            (execution.id, step_id, item, int(result.get("attempts") or 1), cost, tokens_in,
+             tokens_out, cached, usage.get("model"), usage.get("provider")),
+        )  # fmt: skip
+        if item:  # a map item or loop iteration: it finished, the step record comes later
+            self._conn.execute(
+                "UPDATE task_runs SET status = 'completed', output = %s::jsonb, ended_at = now()"
+                " WHERE execution_id = %s AND step_id = %s AND item = %s",
+                (_json(result.get("output")), execution.id, step_id, item),
+            )
+        self._conn.execute(
+            "UPDATE workflow_runs SET cost_usd = cost_usd + %s, input_tokens = input_tokens + %s,"
+            " output_tokens = output_tokens + %s, updated_at = now(), version = version + 1"
+            " WHERE execution_id = %s",
+            (cost, tokens_in, tokens_out, execution.id),
+        )
+
+    def _scheduled(self, execution: Execution, request: TaskRequest) -> None:
+        payload = _payload(request)
+        if payload is None or "step_id" not in payload:
+            return
+        step_id = str(payload["step_id"])
+        if request.kind == "callback":
+            kind = str(payload.get("kind", "approval"))
+            run_status = _GATE_STATUS.get(kind, "waiting")
+            self._conn.execute(
+                "UPDATE workflow_runs SET status = %s, updated_at = now(), version = version + 1"
+                " WHERE execution_id = %s",
+                (run_status, execution.id),
+            )
+            step_status = "waiting"
+            attempts = 0
+        elif _function(request) in _STEP_FUNCTIONS:
+            step_status = "running"
+            retry = payload.get("retry_count") or 0
+            attempts = int(retry) + int(payload.get("loop_retries") or 0) + 1
+        else:
+            return
+        self._conn.execute(
+            "INSERT INTO task_runs (execution_id, step_id, item, status, attempts, started_at,"
+            " input)"
+            " VALUES (%s, %s, %s, %s, %s, now(), %s::jsonb)"
+            " ON CONFLICT (execution_id, step_id, item) DO UPDATE SET status = EXCLUDED.status,"
+            " attempts = GREATEST(task_runs.attempts, EXCLUDED.attempts), updated_at = now(),"
+            " version = task_runs.version + 1",
+            (execution.id, step_id, _item(payload), step_status, attempts,
+             _json((payload.get("context") or {}).get("inputs"))),
+        )  # fmt: skip
+
+    def _record(self, execution: Execution, step_id: str, record: dict[str, Any]) -> None:
+        status = str(record.get("status"))
+        error = record.get("error")
+        if isinstance(error, dict) and "type" in error:
+            error = {**error, "type": error_type_of(str(error["type"]))}
+        self._conn.execute(
+            "INSERT INTO task_runs (execution_id, step_id, item, status, output, error, attempts,"
+            " ended_at)"
+            " VALUES (%s, %s, '', %s, %s::jsonb, %s::jsonb, %s, now())"
+            " ON CONFLICT (execution_id, step_id, item) DO UPDATE SET status = EXCLUDED.status,"
+            " output = EXCLUDED.output, error = EXCLUDED.error,"
+            " attempts = GREATEST(task_runs.attempts, EXCLUDED.attempts), ended_at = now(),"
+            " updated_at = now(), version = task_runs.version + 1",
+            (execution.id, step_id, status, _json(record.get("output")), _json(error),
+             int(record.get("attempts") or 0)),
+        )  # fmt: skip
+
+    def _finished(self, execution: Execution) -> None:
+        status = _RUN_STATUS.get(execution.status, "failed")
+        error = None
+        if execution.status is not ExecutionStatus.SUCCEEDED and execution.error is not None:
+            failed = self._conn.execute(
+                "SELECT step_id FROM task_runs WHERE execution_id = %s AND status = 'failed'"
+                " ORDER BY updated_at DESC LIMIT 1",
+                (execution.id,),
+            ).fetchone()
+            error = {
+                "type": error_type_of(execution.error),
+                "message": execution.cause or "",
+                "step": failed[0] if failed else None,
+            }
+        self._conn.execute(
+            "UPDATE workflow_runs SET status = %s, output = %s::jsonb, error = %s::jsonb,"
+            " ended_at = %s,"
+            " updated_at = now(), version = version + 1 WHERE execution_id = %s",
+            (status, _json(execution.output), _json(error), execution.stopped_at, execution.id),
+        )

@@ -1,0 +1,553 @@
+"""Reads and writes of the engine's tables. The coordinator commits a batch of transitions in
+one database transaction (`write_transitions`); everything else here is a small query."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from switchyard.engine.interpreter.model import Execution, TimerRequest, Transition
+from switchyard.engine.store.codec import frame_from_json, frame_to_json
+
+Connection = psycopg.Connection[Any]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def definition_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class MachineRow:
+    arn: str
+    name: str
+    type: str
+    definition: str
+    definition_hash: str
+    role_arn: str
+    revision_id: str
+    description: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class ExecutionRow:
+    id: int
+    arn: str
+    machine_arn: str
+    version_arn: str | None
+    definition_hash: str
+    name: str
+    status: str
+    input: Any
+    output: Any
+    error: str | None
+    cause: str | None
+    started_at: datetime
+    stopped_at: datetime | None
+    redrive_count: int
+    redrive_at: datetime | None
+    parent: dict[str, Any] | None
+    options: dict[str, Any]
+    next_event: int
+    next_frame: int
+    version: int
+
+
+class EngineStore:
+    """Queries over one connection; the caller decides the transaction boundaries."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    # --- definitions and machines ------------------------------------------------------------
+
+    def save_definition(self, text: str) -> str:
+        digest = definition_hash(text)
+        self.conn.execute(
+            "INSERT INTO sfn_definitions (hash, definition) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+            (digest, text),
+        )
+        return digest
+
+    def definition(self, digest: str) -> str:
+        row = self.conn.execute(
+            "SELECT definition FROM sfn_definitions WHERE hash = %s", (digest,)
+        ).fetchone()
+        if row is None:
+            raise KeyError(digest)
+        return str(row[0])
+
+    def insert_machine(
+        self,
+        *,
+        arn: str,
+        name: str,
+        machine_type: str,
+        digest: str,
+        role_arn: str,
+        revision: str,
+        description: str | None,
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO sfn_state_machines (arn, name, type, definition_hash, role_arn,"
+            " revision_id, description)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            (arn, name, machine_type, digest, role_arn, revision, description),
+        )
+
+    def update_machine(
+        self, arn: str, *, digest: str | None, role_arn: str | None, revision: str
+    ) -> None:
+        self.conn.execute(
+            "UPDATE sfn_state_machines SET definition_hash = COALESCE(%s, definition_hash),"
+            " role_arn = COALESCE(%s, role_arn), revision_id = %s, updated_at = now() WHERE arn ="
+            " %s",
+            (digest, role_arn, revision, arn),
+        )
+
+    def machine(self, arn: str) -> MachineRow | None:
+        row = (
+            self.conn.cursor(row_factory=dict_row)
+            .execute(
+                "SELECT m.*, d.definition FROM sfn_state_machines m"
+                " JOIN sfn_definitions d ON d.hash = m.definition_hash WHERE m.arn = %s",
+                (arn,),
+            )
+            .fetchone()
+        )
+        return _machine(row) if row else None
+
+    def machine_by_name(self, name: str) -> MachineRow | None:
+        row = (
+            self.conn.cursor(row_factory=dict_row)
+            .execute(
+                "SELECT m.*, d.definition FROM sfn_state_machines m"
+                " JOIN sfn_definitions d ON d.hash = m.definition_hash WHERE m.name = %s",
+                (name,),
+            )
+            .fetchone()
+        )
+        return _machine(row) if row else None
+
+    def machines(self) -> list[MachineRow]:
+        rows = (
+            self.conn.cursor(row_factory=dict_row)
+            .execute(
+                "SELECT m.*, d.definition FROM sfn_state_machines m"
+                " JOIN sfn_definitions d ON d.hash = m.definition_hash ORDER BY m.created_at,"
+                " m.name"
+            )
+            .fetchall()
+        )
+        return [_machine(row) for row in rows]
+
+    def delete_machine(self, arn: str) -> None:
+        self.conn.execute("DELETE FROM sfn_state_machines WHERE arn = %s", (arn,))
+
+    def publish_version(
+        self, machine_arn: str, *, digest: str, revision: str, description: str | None
+    ) -> tuple[str, int, datetime]:
+        row = self.conn.execute(
+            "SELECT version, arn, created_at FROM sfn_state_machine_versions WHERE machine_arn = %s"
+            " AND revision_id = %s",
+            (machine_arn, revision),
+        ).fetchone()
+        if row is not None:  # publishing the same revision again returns the same version
+            return str(row[1]), int(row[0]), row[2]
+        number = self.conn.execute(
+            "SELECT COALESCE(MAX(version), 0) + 1 FROM sfn_state_machine_versions WHERE"
+            " machine_arn = %s",
+            (machine_arn,),
+        ).fetchone()
+        assert number is not None
+        version = int(number[0])
+        arn = f"{machine_arn}:{version}"
+        created = self.conn.execute(
+            "INSERT INTO sfn_state_machine_versions (arn, machine_arn, version, definition_hash,"
+            " revision_id, description)"
+            " VALUES (%s, %s, %s, %s, %s, %s) RETURNING created_at",
+            (arn, machine_arn, version, digest, revision, description),
+        ).fetchone()
+        assert created is not None
+        return arn, version, created[0]
+
+    def version(self, arn: str) -> dict[str, Any] | None:
+        return (
+            self.conn.cursor(row_factory=dict_row)
+            .execute(
+                "SELECT v.*, d.definition FROM sfn_state_machine_versions v"
+                " JOIN sfn_definitions d ON d.hash = v.definition_hash WHERE v.arn = %s",
+                (arn,),
+            )
+            .fetchone()
+        )
+
+    def versions(self, machine_arn: str) -> list[dict[str, Any]]:
+        return (
+            self.conn.cursor(row_factory=dict_row)
+            .execute(
+                "SELECT arn, version, created_at FROM sfn_state_machine_versions WHERE"
+                " machine_arn = %s"
+                " ORDER BY version DESC",
+                (machine_arn,),
+            )
+            .fetchall()
+        )
+
+    def upsert_alias(
+        self,
+        arn: str,
+        machine_arn: str,
+        name: str,
+        routing: list[dict[str, Any]],
+        description: str | None,
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO sfn_aliases (arn, machine_arn, name, routing, description) VALUES (%s,"
+            " %s, %s, %s, %s)"
+            " ON CONFLICT (arn) DO UPDATE SET routing = EXCLUDED.routing,"
+            " description = COALESCE(EXCLUDED.description, sfn_aliases.description), updated_at ="
+            " now()",
+            (arn, machine_arn, name, _json(routing), description),
+        )
+
+    def alias(self, arn: str) -> dict[str, Any] | None:
+        return (
+            self.conn.cursor(row_factory=dict_row)
+            .execute("SELECT * FROM sfn_aliases WHERE arn = %s", (arn,))
+            .fetchone()
+        )
+
+    # --- executions ----------------------------------------------------------------------------
+
+    def insert_execution(
+        self, execution: Execution, *, version_arn: str | None, digest: str
+    ) -> int:
+        row = self.conn.execute(
+            "INSERT INTO sfn_executions (arn, machine_arn, version_arn, definition_hash, name,"
+            " status,"
+            " input, started_at, parent, options, next_event, next_frame)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s::jsonb, %s::jsonb, 1, 1)"
+            " RETURNING id",
+            (
+                execution.arn,
+                execution.machine_arn,
+                version_arn,
+                digest,
+                execution.name,
+                execution.status.value,
+                _json(execution.input),
+                execution.started_at,
+                _json(execution.parent) if execution.parent else None,
+                _json(execution.options),
+            ),
+        ).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def execution_row(
+        self, *, arn: str | None = None, execution_id: int | None = None
+    ) -> ExecutionRow | None:
+        where, value = ("arn", arn) if arn is not None else ("id", execution_id)
+        row = (
+            self.conn.cursor(row_factory=dict_row)
+            .execute(
+                f"SELECT * FROM sfn_executions WHERE {where} = %s",
+                (value,),
+            )
+            .fetchone()
+        )
+        return ExecutionRow(**row) if row else None
+
+    def execution_by_name(self, machine_arn: str, name: str) -> ExecutionRow | None:
+        row = (
+            self.conn.cursor(row_factory=dict_row)
+            .execute(
+                "SELECT * FROM sfn_executions WHERE machine_arn = %s AND name = %s",
+                (machine_arn, name),
+            )
+            .fetchone()
+        )
+        return ExecutionRow(**row) if row else None
+
+    def executions(
+        self, *, machine_arn: str | None, status: str | None, limit: int, after_id: int | None
+    ) -> list[ExecutionRow]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if machine_arn:
+            clauses.append("(machine_arn = %s OR version_arn = %s)")
+            params += [machine_arn, machine_arn]
+        if status:
+            clauses.append("status = %s")
+            params.append(status)
+        if after_id is not None:
+            clauses.append("id < %s")
+            params.append(after_id)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        rows = (
+            self.conn.cursor(row_factory=dict_row)
+            .execute(
+                f"SELECT * FROM sfn_executions {where} ORDER BY id DESC LIMIT %s",
+                (*params, limit),
+            )
+            .fetchall()
+        )
+        return [ExecutionRow(**row) for row in rows]
+
+    def open_execution_ids(self) -> list[int]:
+        rows = self.conn.execute(
+            "SELECT id FROM sfn_executions WHERE status = 'RUNNING' ORDER BY id"
+        ).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def frames(self, execution_id: int) -> list[tuple[int, dict[str, Any]]]:
+        rows = self.conn.execute(
+            "SELECT frame_id, data FROM sfn_frames WHERE execution_id = %s ORDER BY frame_id",
+            (execution_id,),
+        ).fetchall()
+        return [(int(r[0]), r[1]) for r in rows]
+
+    def history(
+        self, execution_id: int, *, after: int, limit: int, reverse: bool
+    ) -> list[dict[str, Any]]:
+        if reverse:
+            rows = (
+                self.conn.cursor(row_factory=dict_row)
+                .execute(
+                    "SELECT * FROM sfn_history WHERE execution_id = %s AND event_id < %s"
+                    " ORDER BY event_id DESC LIMIT %s",
+                    (execution_id, after or 2**31 - 1, limit),
+                )
+                .fetchall()
+            )
+        else:
+            rows = (
+                self.conn.cursor(row_factory=dict_row)
+                .execute(
+                    "SELECT * FROM sfn_history WHERE execution_id = %s AND event_id > %s"
+                    " ORDER BY event_id LIMIT %s",
+                    (execution_id, after, limit),
+                )
+                .fetchall()
+            )
+        return list(rows)
+
+    def pending_tasks(self) -> list[dict[str, Any]]:
+        return (
+            self.conn.cursor(row_factory=dict_row)
+            .execute(
+                "SELECT t.*, e.arn AS execution_arn FROM sfn_tasks t JOIN sfn_executions e ON"
+                " e.id = t.execution_id"
+                " WHERE e.status = 'RUNNING' ORDER BY t.created_at"
+            )
+            .fetchall()
+        )
+
+    def timers(self) -> list[dict[str, Any]]:
+        return (
+            self.conn.cursor(row_factory=dict_row)
+            .execute(
+                "SELECT t.*, e.arn AS execution_arn FROM sfn_timers t JOIN sfn_executions e ON"
+                " e.id = t.execution_id"
+                " WHERE e.status = 'RUNNING'"
+            )
+            .fetchall()
+        )
+
+    def token(self, token: str) -> tuple[int, int] | None:
+        row = self.conn.execute(
+            "SELECT execution_id, frame_id FROM sfn_task_tokens WHERE token = %s", (token,)
+        ).fetchone()
+        return (int(row[0]), int(row[1])) if row else None
+
+    def dead_letter(self, queue_url: str, body: str, execution_id: int | None) -> None:
+        self.conn.execute(
+            "INSERT INTO sfn_dead_letters (queue_url, body, execution_id) VALUES (%s, %s, %s)",
+            (queue_url, body, execution_id),
+        )
+
+    def dead_letters(self, execution_id: int | None = None) -> list[dict[str, Any]]:
+        if execution_id is None:
+            return (
+                self.conn.cursor(row_factory=dict_row)
+                .execute("SELECT * FROM sfn_dead_letters ORDER BY id")
+                .fetchall()
+            )
+        return (
+            self.conn.cursor(row_factory=dict_row)
+            .execute(
+                "SELECT * FROM sfn_dead_letters WHERE execution_id = %s ORDER BY id",
+                (execution_id,),
+            )
+            .fetchall()
+        )
+
+    # --- the coordinator's batch write ---------------------------------------------------------
+
+    def write_transitions(self, transitions: Sequence[Transition]) -> None:
+        """Everything a batch of transitions changed, in the caller's transaction."""
+        history: list[tuple[Any, ...]] = []
+        frames: list[tuple[Any, ...]] = []
+        tasks_new: list[tuple[Any, ...]] = []
+        tasks_done: list[tuple[Any, ...]] = []
+        tokens_new: list[tuple[Any, ...]] = []
+        tokens_gone: list[tuple[Any, ...]] = []
+        timers: dict[tuple[int, int, str], TimerRequest | None] = {}
+        executions: dict[int, Execution] = {}
+        for transition in transitions:
+            execution = transition.execution
+            eid = execution.id
+            executions[eid] = execution
+            for event in transition.events:
+                history.append(
+                    (
+                        eid,
+                        event.id,
+                        event.previous,
+                        event.type,
+                        event.timestamp,
+                        _json(event.details),
+                    )
+                )
+            for frame in execution.frames.values():
+                if frame.dirty:
+                    frames.append((eid, frame.id, frame.status.value, _json(frame_to_json(frame))))
+                    frame.dirty = False
+            for request in transition.tasks:
+                tasks_new.append(
+                    (eid, request.frame, request.attempt, request.kind, request.resource,
+                     _json(request.parameters), request.token, request.timeout_seconds)
+                )  # fmt: skip
+            tasks_done += [(eid, frame, attempt) for frame, attempt in transition.settled_tasks]
+            tokens_new += [(token, eid, frame) for token, frame in transition.tokens]
+            tokens_gone += [(token,) for token in transition.revoked_tokens]
+            for op in transition.timers:  # in order: the last word on a timer wins
+                if isinstance(op, TimerRequest):
+                    timers[(eid, op.frame, op.kind)] = op
+                else:
+                    timers[(eid, op[0], op[1])] = None
+        timers_gone = [key for key, op in timers.items() if op is None]
+        timers_set = [
+            (key[0], op.frame, op.kind, op.attempt, op.fire_at)
+            for key, op in timers.items()
+            if op is not None
+        ]
+        cursor = self.conn.cursor()
+        if history:
+            cursor.executemany(
+                "INSERT INTO sfn_history (execution_id, event_id, previous_event_id, type, at,"
+                " details)"
+                " VALUES (%s, %s, %s, %s, %s, %s::jsonb)",
+                history,
+            )
+        if frames:
+            cursor.executemany(
+                "INSERT INTO sfn_frames (execution_id, frame_id, status, data) VALUES (%s, %s,"
+                " %s, %s::jsonb)"
+                " ON CONFLICT (execution_id, frame_id) DO UPDATE SET status = EXCLUDED.status,"
+                " data = EXCLUDED.data",
+                frames,
+            )
+        if timers_gone:
+            cursor.executemany(
+                "DELETE FROM sfn_timers WHERE execution_id = %s AND frame_id = %s AND kind = %s",
+                timers_gone,
+            )
+        if timers_set:
+            cursor.executemany(
+                "INSERT INTO sfn_timers (execution_id, frame_id, kind, attempt, fire_at) VALUES"
+                " (%s, %s, %s, %s, %s)"
+                " ON CONFLICT (execution_id, frame_id, kind) DO UPDATE SET attempt ="
+                " EXCLUDED.attempt,"
+                " fire_at = EXCLUDED.fire_at",
+                timers_set,
+            )
+        if tasks_done:
+            cursor.executemany(
+                "DELETE FROM sfn_tasks WHERE execution_id = %s AND frame_id = %s AND attempt = %s",
+                tasks_done,
+            )
+        if tasks_new:
+            cursor.executemany(
+                "INSERT INTO sfn_tasks (execution_id, frame_id, attempt, kind, resource,"
+                " parameters, token,"
+                " timeout_seconds) VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s, %s) ON CONFLICT DO"
+                " NOTHING",
+                tasks_new,
+            )
+        if tokens_gone:
+            cursor.executemany("DELETE FROM sfn_task_tokens WHERE token = %s", tokens_gone)
+        if tokens_new:
+            cursor.executemany(
+                "INSERT INTO sfn_task_tokens (token, execution_id, frame_id) VALUES (%s, %s, %s)",
+                tokens_new,
+            )
+        rows = [
+            (
+                ex.status.value,
+                _json(ex.output) if ex.status.value == "SUCCEEDED" else None,
+                ex.error,
+                ex.cause,
+                ex.stopped_at,
+                ex.redrive_count,
+                ex.next_event,
+                ex.next_frame,
+                ex.id,
+            )
+            for ex in executions.values()
+        ]
+        cursor.executemany(
+            "UPDATE sfn_executions SET status = %s, output = %s::jsonb, error = %s, cause = %s,"
+            " stopped_at = %s,"
+            " redrive_count = %s, next_event = %s, next_frame = %s, version = version + 1 WHERE"
+            " id = %s",
+            rows,
+        )
+        if any(t.finished for t in transitions):
+            done = [(t.execution.id,) for t in transitions if t.finished]
+            cursor.executemany("DELETE FROM sfn_timers WHERE execution_id = %s", done)
+            cursor.executemany("DELETE FROM sfn_tasks WHERE execution_id = %s", done)
+            cursor.executemany("DELETE FROM sfn_task_tokens WHERE execution_id = %s", done)
+
+    def load_frames(self, execution: Execution) -> None:
+        for frame_id, data in self.frames(execution.id):
+            execution.frames[frame_id] = frame_from_json(frame_id, data)
+
+
+def _machine(row: dict[str, Any]) -> MachineRow:
+    return MachineRow(
+        arn=row["arn"],
+        name=row["name"],
+        type=row["type"],
+        definition=row["definition"],
+        definition_hash=row["definition_hash"],
+        role_arn=row["role_arn"],
+        revision_id=row["revision_id"],
+        description=row["description"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def chunks(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
