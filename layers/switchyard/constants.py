@@ -55,6 +55,11 @@ EVENT_BUS_ENV = "SWITCHYARD_EVENT_BUS"
 """Event bus of the `events.put` tool and of `event` triggers."""
 
 # Gates
+ROLES_ENV = "SWITCHYARD_ROLES"
+"""JSON `{"role": ["person@example.com", ...]}`: who may decide a gate assigned to a role.
+Unset: anyone may (a development setup)."""
+DATABASE_URL_ENV = "DATABASE_URL"
+"""The run store's PostgreSQL (the local engine; unset: an embedded server)."""
 APPROVAL_BASE_URL_ENV = "SWITCHYARD_APPROVAL_BASE_URL"
 """Base URL of approval links that approval_notify sends (`<base>/<token id>`)."""
 
@@ -67,6 +72,8 @@ WEBHOOK_SECRET_ENV = "SWITCHYARD_WEBHOOK_SECRET"
 """Where the HMAC key is: `env:NAME` or `secret:NAME` (a Secrets Manager name or ARN)."""
 WEBHOOK_INPUT_ENV = "SWITCHYARD_WEBHOOK_INPUT"
 """JSON object of the trigger's `input` templates (over `body`, `headers`, `query`)."""
+WEBHOOK_DEAD_LETTER_QUEUE_URL_ENV = "SWITCHYARD_WEBHOOK_DEAD_LETTER_QUEUE_URL"
+"""SQS queue of verified deliveries whose run could not be started."""
 
 # Powertools (read by aws_lambda_powertools itself)
 POWERTOOLS_SERVICE_NAME_ENV = "POWERTOOLS_SERVICE_NAME"

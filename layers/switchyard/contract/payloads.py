@@ -119,6 +119,8 @@ class GateRequest(Wire):
     workflow: WorkflowInfo
     context: StepContext
     task_token: str
+    execution_arn: str = ""
+    """`$$.Execution.Id`: what an operator's cancel stops."""
     gate: dict[str, Any] | None = None
     """The human_gate step (kind approval)."""
     tier: int = 0

@@ -42,6 +42,7 @@ from switchyard.runtime.step_io import (
     context_for,
     deadline_for,
     finish,
+    run_script,
     step_fields,
     tool_definitions,
 )
@@ -138,7 +139,7 @@ class AgentRun:
         self.invocation = invocation
         self.services = services
         self.deadline = deadline_for(invocation, services, deadline)
-        self.provider = services.provider_for(self.step.provider)
+        self.provider = services.provider_for(self.step.provider, script=run_script(invocation))
         self.guard = BudgetGuard(
             invocation,
             services.ledger,

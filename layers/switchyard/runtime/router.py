@@ -20,7 +20,7 @@ from switchyard.runtime.errors import InvalidOutputError, PermanentError
 from switchyard.runtime.providers import CallKey, ModelRequest, call_model
 from switchyard.runtime.rendering import render
 from switchyard.runtime.services import StepServices
-from switchyard.runtime.step_io import context_for, deadline_for, finish, step_fields
+from switchyard.runtime.step_io import context_for, deadline_for, finish, run_script, step_fields
 
 ROUTER_MAX_TOKENS = 512
 
@@ -75,7 +75,7 @@ def run_llm_router(
     reservation = guard.reserve(router.model, 0)
     try:
         response = call_model(
-            services.provider_for(router.provider),
+            services.provider_for(router.provider, script=run_script(invocation)),
             request,
             fallback_models=router.fallback_models,
             gate=services.gate,

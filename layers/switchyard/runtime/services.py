@@ -54,8 +54,16 @@ class StepServices:
     tenant_daily_limits: dict[str, int] = field(default_factory=tenant_daily_limits_from_env)
     """Tenant -> daily limit in micro-dollars."""
 
-    def provider_for(self, name: str | None) -> ModelProvider:
-        return self.provider if self.provider is not None else provider_from_env(name)
+    def provider_for(self, name: str | None, *, script: Any = None) -> ModelProvider:
+        """The services' provider, else the run's own script (stored with the run by the local
+        engine), else one chosen by name and the environment."""
+        if self.provider is not None:
+            return self.provider
+        if script:
+            from switchyard.runtime.providers import ScriptedProvider
+
+            return ScriptedProvider(script)
+        return provider_from_env(name)
 
 
 def postgres_services(pool: ConnectionPool, **overrides: Any) -> StepServices:

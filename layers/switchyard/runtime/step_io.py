@@ -94,3 +94,9 @@ def finish(
         usage=usage,
         loop_output=loop_output(output, scope["iteration"]) if "iteration" in scope else None,
     )
+
+
+def run_script(invocation: StepInvocation) -> Any:
+    """The model script stored with the run (the local engine passes it as `llm_script`)."""
+    extra = invocation.model_extra or {}
+    return extra.get("llm_script")

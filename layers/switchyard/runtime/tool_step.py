@@ -15,10 +15,36 @@ from switchyard.runtime.step_io import (
     context_for,
     deadline_for,
     finish,
+    run_script,
     step_fields,
     tool_definitions,
 )
 from switchyard.runtime.tools import CallScope, ToolGateway, ToolRegistry, ToolRequest
+
+
+def scripted_tool_output(invocation: StepInvocation) -> Any:
+    """The scripted output of this attempt of the step, or None when the script has none."""
+    from switchyard.runtime.providers.base import CallKey
+    from switchyard.runtime.providers.scripted import load_script, position, scripted_error
+
+    script = run_script(invocation)
+    if not script:
+        return None
+    entries = load_script(script).get(invocation.step_id)
+    if not entries:
+        return None
+    scope = invocation.context.scope or {}
+    key = CallKey(
+        invocation.context.run.id,
+        invocation.step_id,
+        scope.get("index"),
+        scope.get("iteration"),
+        invocation.attempt,
+    )
+    entry = entries[min(position(key), len(entries) - 1)]
+    if "error" in entry:
+        raise scripted_error(entry, invocation.step_id)
+    return entry.get("output")
 
 
 def run_tool_step(
@@ -28,7 +54,13 @@ def run_tool_step(
     deadline: Deadline | None = None,
     lambda_context: Any = None,
 ) -> StepResult:
-    """Run one attempt of a tool step; raises a `StepError` on failure."""
+    """Run one attempt of a tool step; raises a `StepError` on failure.
+
+    When the run's script (`--llm-script`) has entries for this step, the step answers from it
+    and the tool is not called: an offline run of a workflow whose tools need the network."""
+    scripted = scripted_tool_output(invocation)
+    if scripted is not None:
+        return finish(invocation, services, scripted)
     step = ToolBody.model_validate(
         {k: v for k, v in step_fields(invocation).items() if k in ToolBody.model_fields}
     )

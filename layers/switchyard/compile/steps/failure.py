@@ -80,6 +80,7 @@ def gate_task(unit: Unit, kind: GateKind, resume: str, *, comment: str) -> State
                 "context": {"run.$": "$.run", **({"scope.$": "$.scope"} if unit.scope else {})},
                 "error.$": ERROR_PATH,
                 "task_token.$": "$$.Task.Token",
+                "execution_arn.$": "$$.Execution.Id",
             },
         },
         "ResultPath": None,

@@ -59,6 +59,7 @@ def _tier_task(unit: Unit, gate: HumanGateStep, tier: int, assignee: str, timeou
                 "assignee": assignee,
                 "timeout_seconds": timeout,
                 "task_token.$": "$$.Task.Token",
+                "execution_arn.$": "$$.Execution.Id",
             },
         },
         "TimeoutSeconds": max(1, timeout),

@@ -189,11 +189,13 @@ class ScriptedProvider:
 
 
 def _scripted_error(entry: Mapping[str, Any], request: ModelRequest) -> StepError:
+    return scripted_error(entry, request.key.step_id if request.key else "?")
+
+
+def scripted_error(entry: Mapping[str, Any], step_id: str) -> StepError:
+    """The error a script entry `{error: kind, message?, retry_after?}` stands for."""
     kind = str(entry["error"])
-    message = str(
-        entry.get("message")
-        or f"scripted {kind} for step {request.key.step_id if request.key else '?'}"
-    )
+    message = str(entry.get("message") or f"scripted {kind} for step {step_id}")
     if kind == "rate_limit":
         retry_after = entry.get("retry_after")
         return RateLimitedError(

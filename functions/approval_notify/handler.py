@@ -1,0 +1,44 @@
+"""approval_notify: the target of every `.waitForTaskToken` task (human gates, paused runs,
+refused budgets, tool calls to approve). Records the open gate, with the task token kept
+server-side only, and notifies its channels. The token never reaches a log."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools import Logger
+
+from switchyard.contract import GateRequest
+from switchyard.gates import GateStore, open_gate
+from switchyard.runtime.wiring import database_pool
+
+logger = Logger(
+    service="switchyard.approval_notify", logger_handler=logging.StreamHandler(sys.stderr)
+)
+
+
+@cache
+def _store() -> GateStore:
+    pool = database_pool()
+    if pool is None:
+        raise RuntimeError("approval_notify needs the run database (DATABASE_URL or its secret)")
+    return GateStore(pool)
+
+
+@logger.inject_lambda_context(log_event=False)
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    request = GateRequest.model_validate(event)
+    gate = open_gate(request, _store())
+    logger.info(
+        "gate open",
+        extra={
+            "run_id": gate.run_id,
+            "step_id": gate.step_id,
+            "kind": gate.kind,
+            "gate_id": gate.id,
+        },
+    )
+    return {"gate_id": gate.id, "notified": gate.notified}

@@ -1,0 +1,116 @@
+"""approval_notify's work: record the open gate (with what the person must see) and notify.
+
+The `console` channel is the record itself (the CLI and the dashboard list open gates). Email and
+Slack notifications plug in as `Notifier`s keyed by channel name; a channel without one is
+recorded as not sent, so nothing claims a notification that did not happen.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from switchyard.contract import GateKind, GateRequest
+from switchyard.gates.model import Gate
+from switchyard.gates.store import GateStore
+from switchyard.runtime.rendering import render, template_context
+
+Notifier = Callable[[Gate], dict[str, Any]]
+"""Sends a gate to its channel; returns what it did (e.g. a message id)."""
+
+
+def open_gate(
+    request: GateRequest,
+    store: GateStore,
+    *,
+    notifiers: Mapping[str, Notifier] | None = None,
+    now: datetime | None = None,
+) -> Gate:
+    moment = now or datetime.now(UTC)
+    config = request.gate or {}
+    message: str | None = None
+    show: dict[str, Any] | None = None
+    channels = ["console"]
+    if request.kind is GateKind.APPROVAL:
+        context = template_context(
+            request.context,
+            after=list(config.get("after", [])),
+            merge=str(config.get("merge", "by_step")),
+            step_input=config.get("input") or None,
+        )
+        message = str(render(config.get("message", ""), context))
+        rendered = render(config.get("show", {}), context)
+        show = rendered if isinstance(rendered, dict) else {"value": rendered}
+        channels = list(config.get("channels", ["console"]))
+    else:
+        message = _describe(request)
+    deadline = (
+        moment + timedelta(seconds=request.timeout_seconds) if request.timeout_seconds else None
+    )
+    gate = Gate(
+        id=secrets.token_urlsafe(16),
+        run_id=request.context.run.id,
+        execution_arn=_execution_arn(request),
+        workflow=request.workflow.name,
+        version=request.workflow.version,
+        step_id=request.step_id,
+        kind=request.kind.value,
+        tier=request.tier,
+        assignee=request.assignee,
+        channels=channels,
+        message=message,
+        show=show,
+        allow_edit=bool(config.get("allow_edit", False)),
+        request=error_details(request.error) if request.error else None,
+        token=request.task_token,
+        deadline=deadline,
+    )
+    for channel in channels:
+        if channel == "console":
+            gate.notified.append({"channel": "console", "sent": True})
+            continue
+        notifier = (notifiers or {}).get(channel)
+        if notifier is None:
+            gate.notified.append({"channel": channel, "sent": False, "reason": "not configured"})
+            continue
+        gate.notified.append({"channel": channel, "sent": True, **notifier(gate)})
+    store.open(gate)
+    return gate
+
+
+def _execution_arn(request: GateRequest) -> str:
+    return request.execution_arn or request.context.run.id
+
+
+def error_details(error: Mapping[str, Any]) -> dict[str, Any]:
+    """Step Functions' {Error, Cause} as a person reads it: the Lambda error JSON unwrapped."""
+    name = str(error.get("Error", ""))
+    cause: Any = error.get("Cause", "")
+    detail: Any = cause
+    if isinstance(cause, str):
+        try:
+            detail = json.loads(cause)
+        except ValueError:
+            detail = cause
+    if isinstance(detail, dict) and isinstance(detail.get("errorMessage"), str):
+        try:
+            detail = json.loads(detail["errorMessage"])
+        except ValueError:
+            detail = detail["errorMessage"]
+    return {"error": name, "detail": detail}
+
+
+def _describe(request: GateRequest) -> str:
+    step = request.step_id
+    if request.kind is GateKind.PAUSE:
+        return (
+            f"'{step}' failed and the workflow pauses on errors: resume to run it again, or cancel"
+        )
+    if request.kind is GateKind.BUDGET:
+        return f"'{step}' did not fit the budget: raise the budget and resume, or cancel"
+    detail = error_details(request.error or {}).get("detail")
+    reason = detail.get("reason") if isinstance(detail, dict) else None
+    return f"'{step}' needs a decision: {reason or 'see the request'}"

@@ -1,0 +1,91 @@
+"""The services a handler process uses, built once from its environment.
+
+- Local engine (`DATABASE_URL` set): every store on that PostgreSQL database.
+- AWS with database access (`SWITCHYARD_DATABASE_SECRET_ARN`): DynamoDB for idempotency and
+  budgets, S3 for large outputs, Aurora for the rest.
+- AWS without database access (functions outside the VPC): DynamoDB and S3 as above; the
+  audit, call counts and decisions of tools stay in the function's memory and its logs.
+- Nothing configured: in-memory stores (a quick experiment; budgets are not enforced).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from functools import cache
+from typing import Any
+
+from psycopg_pool import ConnectionPool
+
+from switchyard.constants import (
+    BUDGET_TABLE_ENV,
+    DATABASE_HOST_ENV,
+    DATABASE_NAME_ENV,
+    DATABASE_PORT_ENV,
+    DATABASE_SECRET_ARN_ENV,
+    DATABASE_URL_ENV,
+    IDEMPOTENCY_TABLE_ENV,
+    OUTPUT_BUCKET_ENV,
+)
+from switchyard.runtime.services import StepServices
+
+log = logging.getLogger(__name__)
+POOL_SIZE_ENV = "SWITCHYARD_POOL_SIZE"
+
+
+def database_conninfo(environ: dict[str, str] | None = None, *, secrets: Any = None) -> str | None:
+    env = environ if environ is not None else dict(os.environ)
+    url = env.get(DATABASE_URL_ENV)
+    if url:
+        return url
+    secret_arn = env.get(DATABASE_SECRET_ARN_ENV)
+    if not secret_arn:
+        return None
+    if secrets is None:
+        import boto3  # type: ignore[import-untyped]
+
+        secrets = boto3.client("secretsmanager")
+    secret = json.loads(secrets.get_secret_value(SecretId=secret_arn)["SecretString"])
+    host = env.get(DATABASE_HOST_ENV) or secret["host"]
+    port = env.get(DATABASE_PORT_ENV) or secret.get("port", 5432)
+    name = env.get(DATABASE_NAME_ENV) or secret.get("dbname", "switchyard")
+    return (
+        f"host={host} port={port} dbname={name} user={secret['username']}"
+        f" password={secret['password']} sslmode=require"
+    )
+
+
+@cache
+def database_pool() -> ConnectionPool | None:
+    conninfo = database_conninfo()
+    if conninfo is None:
+        return None
+    size = int(os.environ.get(POOL_SIZE_ENV, "8"))
+    return ConnectionPool(
+        conninfo, min_size=1, max_size=size, open=True, kwargs={"autocommit": True}
+    )
+
+
+@cache
+def step_services() -> StepServices:
+    from switchyard.runtime.services import aws_services, postgres_services
+
+    pool = database_pool()
+    on_aws = bool(os.environ.get(IDEMPOTENCY_TABLE_ENV))
+    if pool is not None:
+        return aws_services(pool) if on_aws else postgres_services(pool)
+    if on_aws:
+        from switchyard.runtime.large_outputs import S3OutputStore
+        from switchyard.runtime.tools import GatewayStores
+        from switchyard.stores.budget import DynamoDBBudgetLedger
+        from switchyard.stores.idempotency import IdempotentCalls, dynamodb_persistence_layer
+
+        persistence = dynamodb_persistence_layer(os.environ[IDEMPOTENCY_TABLE_ENV])
+        return StepServices(
+            tools=GatewayStores(idempotency=IdempotentCalls(persistence)),
+            ledger=DynamoDBBudgetLedger(os.environ[BUDGET_TABLE_ENV]),
+            output_store=S3OutputStore(os.environ[OUTPUT_BUCKET_ENV]),
+        )
+    log.warning("no database and no AWS tables configured: stores are in memory, budgets off")
+    return StepServices()
