@@ -222,10 +222,16 @@ def _error_code(exc: Exception) -> str | None:
 
 
 def handle_webhook(
-    request: WebhookRequest, config: WebhookConfig, *, secret: bytes, sfn: Any
+    request: WebhookRequest,
+    config: WebhookConfig,
+    *,
+    secret: bytes,
+    sfn: Any,
+    on_failure: Callable[[dict[str, Any]], None] | None = None,
 ) -> WebhookResponse:
     """401 on a bad signature, 422 when the input templates fail, 202 when a run started, 200
-    when this delivery had already started one."""
+    when this delivery had already started one, 502 when the start failed (the verified delivery
+    goes to `on_failure`, e.g. the trigger's dead-letter queue, and the sender may retry)."""
     from switchyard.runtime.errors import TemplateRenderError
 
     signature = next(
@@ -245,9 +251,22 @@ def handle_webhook(
             input=json.dumps(inputs, sort_keys=True, separators=(",", ":")),
         )
     except Exception as exc:
-        if _error_code(exc) == "ExecutionAlreadyExists":
+        code = _error_code(exc)
+        if code == "ExecutionAlreadyExists":
             return WebhookResponse(200, {"status": "duplicate", "execution_name": name})
-        raise
+        if on_failure is None:
+            raise
+        on_failure(
+            {
+                "workflow": config.workflow,
+                "execution_name": name,
+                "input": inputs,
+                "headers": request.headers,
+                "body": request.body.decode("utf-8", errors="replace"),
+                "error": {"type": code or type(exc).__name__, "message": str(exc)},
+            }
+        )
+        return WebhookResponse(502, {"error": "the run could not be started", "retry": True})
     return WebhookResponse(
         202,
         {"status": "started", "execution_name": name, "execution_arn": started["executionArn"]},

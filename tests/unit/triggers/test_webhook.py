@@ -211,3 +211,16 @@ def test_a_template_that_fails_is_422(sfn: Any) -> None:
     response = handle_webhook(request, _config(arn), secret=SECRET, sfn=sfn)
     assert response.status == 422
     assert sfn.list_executions(stateMachineArn=arn)["executions"] == []
+
+
+def test_a_failed_start_keeps_the_delivery_and_answers_502(sfn: Any) -> None:
+    config = _config("arn:aws:states:us-east-1:123456789012:stateMachine:missing")
+    request = WebhookRequest(
+        body=BODY, headers={"x-switchyard-signature": sign(BODY)}, query={"source": "shop"}
+    )
+    kept: list[dict[str, Any]] = []
+    response = handle_webhook(request, config, secret=SECRET, sfn=sfn, on_failure=kept.append)
+    assert response.status == 502
+    assert kept[0]["workflow"] == "tickets"
+    assert kept[0]["input"] == {"ticket_id": "T-1", "source": "shop"}
+    assert kept[0]["error"]["type"] == "StateMachineDoesNotExist"

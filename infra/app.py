@@ -1,0 +1,28 @@
+"""The CDK app: `cdk synth` / `cdk deploy` run `python -m infra.app` (cdk.json)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from aws_cdk import App, Environment, Validations
+from cdk_nag import AwsSolutionsChecks
+
+from infra.config import Settings
+from infra.stacks.platform import SwitchyardStack
+
+
+def build_app(context: dict[str, Any] | None = None, outdir: str | None = None) -> App:
+    """The app with its stack and the AwsSolutions checks (synth fails on any finding that is
+    not acknowledged in infra/nag.py)."""
+    app = App(context=context, outdir=outdir)
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    settings = Settings.from_node(app.node)
+    account, region = os.environ.get("CDK_DEFAULT_ACCOUNT"), os.environ.get("CDK_DEFAULT_REGION")
+    env = Environment(account=account, region=region) if account and region else None
+    SwitchyardStack(app, settings.stack_name, settings=settings, env=env)
+    return app
+
+
+if __name__ == "__main__":
+    build_app().synth()

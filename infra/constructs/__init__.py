@@ -1,0 +1,1 @@
+"""The platform's constructs, one per concern (docs/deploy.md lists what each owns)."""

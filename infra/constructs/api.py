@@ -1,0 +1,127 @@
+"""The HTTP API: run submission (IAM-signed, straight to Step Functions) and webhook routes.
+
+`POST /workflows/<name>/runs` starts a run of the workflow's `live` alias with the request body
+as input, through API Gateway's Step Functions integration (no function in between). The
+`Idempotency-Key` header becomes the execution name, so a retried submission starts no second run.
+Webhook routes (`POST /webhooks/<name>`) go to their verifying function; they carry no AWS
+signature, the HMAC of the body is their authentication.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Stack
+from aws_cdk import aws_apigatewayv2 as apigw
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from infra.config import Settings
+from infra.constructs.state_store import StateStore
+
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+ACCESS_LOG_FORMAT = (
+    '{"requestId":"$context.requestId","ip":"$context.identity.sourceIp",'
+    '"requestTime":"$context.requestTime","routeKey":"$context.routeKey",'
+    '"status":"$context.status","responseLength":"$context.responseLength",'
+    '"integrationError":"$context.integrationErrorMessage"}'
+)
+
+
+class Api(Construct):
+    def __init__(
+        self, scope: Construct, construct_id: str, *, settings: Settings, store: StateStore
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.http_api = apigw.CfnApi(
+            self,
+            "HttpApi",
+            name=f"{settings.stack_name}-api",
+            protocol_type="HTTP",
+            description="switchyard: run submission and webhooks",
+        )
+        access_logs = store.log_group("AccessLogs", settings)
+        self.stage = apigw.CfnStage(
+            self,
+            "DefaultStage",
+            api_id=self.http_api.ref,
+            stage_name="$default",
+            auto_deploy=True,
+            access_log_settings=apigw.CfnStage.AccessLogSettingsProperty(
+                destination_arn=access_logs.log_group_arn, format=ACCESS_LOG_FORMAT
+            ),
+            default_route_settings=apigw.CfnStage.RouteSettingsProperty(
+                throttling_burst_limit=100, throttling_rate_limit=50
+            ),
+        )
+        self.start_role = iam.Role(
+            self,
+            "StartExecutionRole",
+            assumed_by=iam.ServicePrincipal("apigateway.amazonaws.com"),
+            description="switchyard API: starts runs on the workflows' live aliases",
+        )
+        self.url = self.http_api.attr_api_endpoint
+        self.routes: dict[str, apigw.CfnRoute] = {}
+
+    def add_run_submission(self, workflow: str, live_alias_arn: str) -> apigw.CfnRoute:
+        self.start_role.add_to_policy(
+            iam.PolicyStatement(actions=["states:StartExecution"], resources=[live_alias_arn])
+        )
+        integration = apigw.CfnIntegration(
+            self,
+            f"Start{_pascal(workflow)}",
+            api_id=self.http_api.ref,
+            integration_type="AWS_PROXY",
+            integration_subtype="StepFunctions-StartExecution",
+            credentials_arn=self.start_role.role_arn,
+            payload_format_version="1.0",
+            request_parameters={
+                "StateMachineArn": live_alias_arn,
+                "Input": "$request.body",
+                "Name": f"$request.header.{IDEMPOTENCY_HEADER}",
+            },
+        )
+        return self._route(
+            f"POST /workflows/{workflow}/runs", integration, authorization_type="AWS_IAM"
+        )
+
+    def add_webhook(self, path: str, function: lambda_.IFunction) -> apigw.CfnRoute:
+        stack = Stack.of(self)
+        integration = apigw.CfnIntegration(
+            self,
+            f"Webhook{_pascal(path)}",
+            api_id=self.http_api.ref,
+            integration_type="AWS_PROXY",
+            integration_uri=function.function_arn,
+            payload_format_version="2.0",
+        )
+        lambda_.CfnPermission(
+            self,
+            f"Webhook{_pascal(path)}Invoke",
+            action="lambda:InvokeFunction",
+            function_name=function.function_arn,
+            principal="apigateway.amazonaws.com",
+            source_arn=(
+                f"arn:{stack.partition}:execute-api:{stack.region}:{stack.account}:"
+                f"{self.http_api.ref}/*/POST/{path}"
+            ),
+        )
+        return self._route(f"POST /{path}", integration, authorization_type="NONE")
+
+    def _route(
+        self, route_key: str, integration: apigw.CfnIntegration, *, authorization_type: str
+    ) -> apigw.CfnRoute:
+        route = apigw.CfnRoute(
+            self,
+            f"Route{_pascal(route_key)}",
+            api_id=self.http_api.ref,
+            route_key=route_key,
+            target=f"integrations/{integration.ref}",
+            authorization_type=authorization_type,
+        )
+        self.routes[route_key] = route
+        return route
+
+
+def _pascal(text: str) -> str:
+    words = "".join(c if c.isalnum() else " " for c in text).split()
+    return "".join(word[:1].upper() + word[1:] for word in words)

@@ -1,0 +1,1 @@
+"""Stacks of the CDK app."""
