@@ -230,6 +230,22 @@ class EngineStore:
             .fetchone()
         )
 
+    def aliases(self, machine_arn: str) -> list[dict[str, Any]]:
+        return (
+            self.conn.cursor(row_factory=dict_row)
+            .execute(
+                "SELECT * FROM sfn_aliases WHERE machine_arn = %s ORDER BY created_at DESC, name",
+                (machine_arn,),
+            )
+            .fetchall()
+        )
+
+    def delete_alias(self, arn: str) -> bool:
+        return self.conn.execute("DELETE FROM sfn_aliases WHERE arn = %s", (arn,)).rowcount > 0
+
+    def delete_version(self, arn: str) -> None:
+        self.conn.execute("DELETE FROM sfn_state_machine_versions WHERE arn = %s", (arn,))
+
     # --- executions ----------------------------------------------------------------------------
 
     def insert_execution(
@@ -301,6 +317,42 @@ class EngineStore:
             self.conn.cursor(row_factory=dict_row)
             .execute(
                 f"SELECT * FROM sfn_executions {where} ORDER BY id DESC LIMIT %s",
+                (*params, limit),
+            )
+            .fetchall()
+        )
+        return [ExecutionRow(**row) for row in rows]
+
+    def execution_page(
+        self,
+        *,
+        machine_arn: str,
+        qualified_arn: str | None,
+        status: str | None,
+        redriven: bool | None,
+        before_id: int | None,
+        limit: int,
+    ) -> list[ExecutionRow]:
+        """ListExecutions: newest first; a qualified ARN keeps the executions started on that
+        version or alias (the API records the alias in `options.stateMachineAliasArn`)."""
+        clauses: list[str] = ["machine_arn = %s"]
+        params: list[Any] = [machine_arn]
+        if qualified_arn is not None:
+            clauses.append("(version_arn = %s OR options->>'stateMachineAliasArn' = %s)")
+            params += [qualified_arn, qualified_arn]
+        if status is not None:
+            clauses.append("status = %s")
+            params.append(status)
+        if redriven is not None:
+            clauses.append("redrive_count > 0" if redriven else "redrive_count = 0")
+        if before_id is not None:
+            clauses.append("id < %s")
+            params.append(before_id)
+        rows = (
+            self.conn.cursor(row_factory=dict_row)
+            .execute(
+                f"SELECT * FROM sfn_executions WHERE {' AND '.join(clauses)}"
+                " ORDER BY id DESC LIMIT %s",
                 (*params, limit),
             )
             .fetchall()
