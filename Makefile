@@ -29,9 +29,17 @@ unit: setup
 
 test: lint typecheck unit
 
+# The main job: validate and compile the examples, then run customer-support end to end on the
+# local engine (embedded PostgreSQL unless DATABASE_URL is set). Without ANTHROPIC_API_KEY the
+# model answers come from a script, and the command says so.
 run: setup
 	$(BIN)/switchyard validate workflows/*.yaml
-	$(BIN)/switchyard schema > /dev/null
+	$(BIN)/switchyard compile --check workflows/*.yaml
+	@if [ -z "$$ANTHROPIC_API_KEY" ]; then \
+	  echo "No ANTHROPIC_API_KEY set: agent and tool steps answer from workflows/scripts/customer-support.yaml."; \
+	  script="--llm-script workflows/scripts/customer-support.yaml"; \
+	fi; \
+	$(BIN)/switchyard run workflows/customer-support.yaml --input @workflows/inputs/customer-support.json $$script --approve approve
 
 bench: setup
 	$(BIN)/python benchmarks/validate.py

@@ -7,7 +7,17 @@ import sys
 from collections.abc import Sequence
 
 from switchyard import __version__
-from switchyard.cli import compile_cmd, schema_cmd, validate_cmd
+from switchyard.cli import (
+    compile_cmd,
+    dev_cmd,
+    engine_cmd,
+    gates_cmd,
+    run_cmd,
+    runs_cmd,
+    schema_cmd,
+    validate_cmd,
+)
+from switchyard.cli.common import CommandError
 from switchyard.cli.exit_codes import ExitCode
 
 
@@ -24,7 +34,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"switchyard {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
-    for module in (validate_cmd, compile_cmd, schema_cmd):
+    for module in (
+        validate_cmd,
+        compile_cmd,
+        schema_cmd,
+        run_cmd,
+        dev_cmd,
+        runs_cmd,
+        gates_cmd,
+        engine_cmd,
+    ):
         module.add_parser(commands)
     return parser
 
@@ -38,8 +57,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.USAGE
     try:
         return int(handler(args))
+    except CommandError as error:
+        print(f"switchyard: error: {error.message}", file=sys.stderr)
+        return int(error.code)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `switchyard runs list | head`
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -70,6 +70,7 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
 _NAME = r"^[0-9A-Za-z_-]{1,80}$"
 _MAX_CACHE = 2000
+_SCRIPTED_FUNCTIONS = frozenset({"agent_step", "router_step", "tool_step"})
 
 
 def utc_now() -> datetime:
@@ -579,7 +580,14 @@ class Engine:
             existing = self._store.execution_by_name(base, name) if self._store else None
             if existing is None:
                 started = self._start_execution(
-                    StartExecution(str(params["StateMachineArn"]), name, data, parent=link), batch
+                    StartExecution(
+                        str(params["StateMachineArn"]),
+                        name,
+                        data,
+                        options=dict(parent.options),
+                        parent=link,
+                    ),
+                    batch,
                 )
                 child_arn = started["executionArn"]
             else:  # a retry, a redrive or a recovery: the same child, not a second one
@@ -760,6 +768,9 @@ class Engine:
             )
             return
         payload = request.parameters if request.kind == "lambda_direct" else params.get("Payload")
+        script = execution.options.get("llm_script")
+        if script and isinstance(payload, dict) and spec.name in _SCRIPTED_FUNCTIONS:
+            payload = {**payload, "llm_script": script}  # the run's own script, kept with the run
         shaped = request.kind != "lambda_direct"
         arn = self.arns.function(spec.name)
 

@@ -78,9 +78,25 @@ def decide(
         decision.action, decision.action
     )
     gate.reviewer, gate.note, gate.edits = decision.reviewer, decision.note, edits or None
-    if not store.close(gate):
+    if not store.close(gate):  # claims the gate: a second decider is turned away
         raise GateDecisionError(f"gate {gate.id} was decided by someone else first")
     gate.status, gate.decided_at = GateStatus.DECIDED, moment
+    try:
+        _send(gate, decision, callbacks, decisions, moment)
+    except Exception:
+        store.reopen(gate)  # the run did not hear the decision: the gate stays open
+        gate.status = GateStatus.OPEN
+        raise
+    return gate
+
+
+def _send(
+    gate: Gate,
+    decision: Decision,
+    callbacks: TaskCallbacks,
+    decisions: DecisionStore | None,
+    moment: datetime,
+) -> None:
     if decision.action == "cancel":
         callbacks.stop(
             gate.execution_arn, "cancelled", decision.note or f"cancelled by {decision.reviewer}"
@@ -93,7 +109,6 @@ def decide(
         callbacks.send_success(
             gate.token, {"resumed": True, "reviewer": decision.reviewer, "note": decision.note}
         )
-    return gate
 
 
 def _answer_approval(

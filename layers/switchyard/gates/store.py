@@ -80,6 +80,15 @@ class GateStore:
             ).fetchone()
         return row is not None
 
+    def reopen(self, gate: Gate) -> None:
+        """Undo a claim whose decision could not be delivered."""
+        with self._pool.connection() as conn:
+            conn.execute(
+                "UPDATE gates SET status = 'open', decision = NULL, reviewer = NULL, note = NULL,"
+                " edits = NULL, decided_at = NULL WHERE id = %s AND status = 'decided'",
+                (gate.id,),
+            )
+
     def _one(self, query: str, params: tuple[Any, ...]) -> Gate | None:
         gates = self._many(query, params)
         return gates[0] if gates else None

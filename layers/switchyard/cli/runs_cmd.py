@@ -1,0 +1,83 @@
+"""`switchyard runs list|show`: the runs in the local database."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import psycopg
+
+from switchyard.cli.common import CommandError, money
+from switchyard.cli.exit_codes import ExitCode
+from switchyard.local.database import open_database
+from switchyard.local.report import RunNotFoundError, find_run, list_runs, run_view
+
+STATUSES = ("running", "waiting", "paused", "succeeded", "failed", "cancelled", "timed_out")
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser("runs", help="list runs, or show one", description="Inspect runs.")
+    sub = parser.add_subparsers(title="subcommands", metavar="SUBCOMMAND", required=True)
+    listing = sub.add_parser("list", help="the latest runs")
+    listing.add_argument("--status", choices=STATUSES)
+    listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=run_list)
+    show = sub.add_parser("show", help="one run: steps, costs, open gates")
+    show.add_argument("run_id", metavar="RUN_ID", help="the run id (or the execution ARN)")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(handler=run_show)
+
+
+def run_list(args: argparse.Namespace) -> int:
+    database = open_database()
+    with psycopg.connect(database.conninfo, autocommit=True) as conn:
+        runs = list_runs(conn, status=args.status, limit=args.limit)
+    if args.json:
+        print(json.dumps(runs, indent=2))
+        return ExitCode.OK
+    if not runs:
+        print("no runs" + (f" with status {args.status}" if args.status else ""))
+        return ExitCode.OK
+    print(f"{'RUN':<32} {'WORKFLOW':<24} {'STATUS':<10} {'COST':>10}  STARTED")
+    for run in runs:
+        print(
+            f"{run['run_id']:<32} {run['workflow'] + ' v' + str(run['version']):<24} "
+            f"{run['status']:<10} {money(run['cost_usd']):>10}  {run['started_at']}"
+        )
+    return ExitCode.OK
+
+
+def run_show(args: argparse.Namespace) -> int:
+    database = open_database()
+    with psycopg.connect(database.conninfo, autocommit=True) as conn:
+        try:
+            execution_id, _ = find_run(conn, args.run_id)
+        except RunNotFoundError as exc:
+            raise CommandError(str(exc), ExitCode.FAILED) from None
+        view = run_view(conn, execution_id)
+    data = view.data
+    if args.json:
+        print(json.dumps(data, indent=2, default=str))
+        return ExitCode.OK
+    print(f"run {data['run_id']}: {data['workflow']} v{data['version']} · {data['status']}")
+    print(
+        f"  cost {money(data['cost_usd'])} · tokens"
+        f" {data['tokens']['input']:,}→{data['tokens']['output']:,}"
+    )
+    for step_id, step in data["steps"].items():
+        print(
+            f"  {step_id:<18} {step['status']:<10} attempts {step['attempts']:<2} "
+            f"{money(step['cost_usd']):>9} "
+            f" {step['tokens']['input']:,}→{step['tokens']['output']:,}"
+        )
+    for waiting in data["waiting_for"]:
+        print(
+            f"  waiting: {waiting['step']} ({waiting['kind']}) for {waiting['assignee']}:"
+            f" {waiting['message']}"
+        )
+    if data.get("error"):
+        print(f"  error: {json.dumps(data['error'], default=str)}")
+    if data.get("output") is not None:
+        print(f"  output: {json.dumps(data['output'], default=str)}")
+    return ExitCode.OK

@@ -1,0 +1,148 @@
+"""The engine as a long-lived process: `switchyard engine start` and `switchyard dev` run this.
+
+    python -m switchyard.engine.serve --database-url URL [--sfn-port 8083] [--functions-dir DIR]
+
+It waits for the database's ownership lock (a second engine waits and takes over when the first
+dies), runs the engine and its command listener, optionally serves the Step Functions API, and
+stops cleanly on SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from switchyard.constants import DATABASE_URL_ENV
+from switchyard.engine.dispatch import FunctionRegistry
+from switchyard.engine.engine import Engine
+from switchyard.engine.ownership import Ownership
+from switchyard.engine.remote import CommandListener
+
+log = logging.getLogger("switchyard.engine")
+
+
+def prepare_environment(conninfo: str) -> None:
+    """What in-process handlers read, as Lambda functions read their configuration."""
+    os.environ[DATABASE_URL_ENV] = conninfo
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+
+
+class EngineProcess:
+    """Ownership, engine, command listener and (optionally) API servers, started and stopped
+    together."""
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        functions_dir: Path | None = None,
+        sfn_port: int | None = None,
+        workers: int = 16,
+        extra_servers: list[Callable[[Engine], Any]] | None = None,
+    ) -> None:
+        self.conninfo = conninfo
+        self.ownership = Ownership(conninfo)
+        self.engine = Engine(conninfo, registry=FunctionRegistry(functions_dir), workers=workers)
+        self.listener = CommandListener(conninfo, self.engine.submit)
+        self._sfn_port = sfn_port
+        self._servers: list[Any] = []
+        self._extra = extra_servers or []
+        self.sfn_url: str | None = None
+
+    def start(self, *, wait: bool = True, stop: threading.Event | None = None) -> bool:
+        prepare_environment(self.conninfo)
+        if not self.ownership.acquire(wait=wait, stop=stop):
+            return False
+        self.engine.start()
+        self.listener.start()
+        if self._sfn_port is not None:
+            from switchyard.engine.api import serve_sfn_api
+
+            server = serve_sfn_api(self.engine, "127.0.0.1", self._sfn_port)
+            self._servers.append(server)
+            self.sfn_url = f"http://127.0.0.1:{self._sfn_port}"
+        for factory in self._extra:
+            self._servers.append(factory(self.engine))
+        self._register()
+        return True
+
+    def close(self) -> None:
+        for server in self._servers:
+            shutdown = getattr(server, "shutdown", None)
+            if callable(shutdown):
+                shutdown()
+        self._unregister()
+        self.listener.close()
+        self.engine.close()
+        self.ownership.release()
+
+    def _register(self) -> None:
+        with psycopg.connect(self.conninfo, autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO engine_instances (pid, host, sfn_url) VALUES (%s, %s, %s)"
+                " ON CONFLICT (host, pid) DO UPDATE SET sfn_url = EXCLUDED.sfn_url,"
+                " started_at = now()",
+                (os.getpid(), socket.gethostname(), self.sfn_url),
+            )
+
+    def _unregister(self) -> None:
+        try:
+            with psycopg.connect(self.conninfo, autocommit=True) as conn:
+                conn.execute(
+                    "DELETE FROM engine_instances WHERE pid = %s AND host = %s",
+                    (os.getpid(), socket.gethostname()),
+                )
+        except psycopg.Error:
+            log.warning("could not remove this engine from engine_instances")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m switchyard.engine.serve")
+    parser.add_argument(
+        "--database-url", help="PostgreSQL conninfo; default: DATABASE_URL, else the embedded one"
+    )
+    parser.add_argument("--sfn-port", type=int)
+    parser.add_argument("--functions-dir", type=Path)
+    parser.add_argument("--workers", type=int, default=16)
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s"
+    )
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    conninfo = args.database_url
+    if conninfo is None:
+        from switchyard.local.database import open_database
+
+        database = open_database()  # holds the embedded server while this engine runs
+        conninfo = database.conninfo
+    process = EngineProcess(
+        conninfo, functions_dir=args.functions_dir, sfn_port=args.sfn_port, workers=args.workers
+    )
+    log.info("waiting for the database's engine lock")
+    if not process.start(wait=True, stop=stop):
+        return 0
+    log.info("engine running (pid %d)", os.getpid())
+    try:
+        stop.wait()
+    finally:
+        process.close()
+        log.info("engine stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

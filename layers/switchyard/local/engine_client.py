@@ -1,0 +1,141 @@
+"""The engine a command talks to: its own (when no engine owns the database yet) or the one
+already running, reached through the database's command queue."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+from switchyard.constants import DATABASE_URL_ENV
+from switchyard.engine import remote
+from switchyard.engine.commands import Callback, StartExecution, StopExecution
+from switchyard.engine.ownership import Ownership
+from switchyard.engine.serve import EngineProcess
+from switchyard.gates import TaskCallbacks
+from switchyard.local.database import data_dir
+
+
+class EngineClient(TaskCallbacks, Protocol):
+    in_process: bool
+
+    def start_execution(
+        self, machine_arn: str, name: str, data: Any, options: dict[str, Any]
+    ) -> str: ...
+
+    def close(self) -> None: ...
+
+
+class InProcessEngine:
+    """This process owns the database: the engine runs here while the command follows a run.
+    Other commands (another terminal's `switchyard approve`) reach it through its listener."""
+
+    in_process = True
+
+    def __init__(self, process: EngineProcess) -> None:
+        self._process = process
+
+    @property
+    def engine(self) -> Any:
+        return self._process.engine
+
+    def start_execution(
+        self, machine_arn: str, name: str, data: Any, options: dict[str, Any]
+    ) -> str:
+        started = self._process.engine.submit(
+            StartExecution(machine_arn, name, data, options=options)
+        )
+        return str(started["executionArn"])
+
+    def send_success(self, token: str, output: Any) -> None:
+        self._process.engine.submit(Callback(token, "success", output=output))
+
+    def send_failure(self, token: str, error: str, cause: str) -> None:
+        self._process.engine.submit(Callback(token, "failure", error=error, cause=cause))
+
+    def stop(self, execution_arn: str, error: str, cause: str) -> None:
+        self._process.engine.submit(StopExecution(execution_arn, error, cause))
+
+    def close(self) -> None:
+        self._process.close()
+
+
+class RemoteEngine:
+    """An engine elsewhere owns the database: talk to it through `engine_commands`."""
+
+    in_process = False
+
+    def __init__(self, conninfo: str) -> None:
+        self._conninfo = conninfo
+
+    def start_execution(
+        self, machine_arn: str, name: str, data: Any, options: dict[str, Any]
+    ) -> str:
+        payload = {"machine_arn": machine_arn, "name": name, "input": data, "options": options}
+        result = remote.send(self._conninfo, "start", payload)
+        return str(result["executionArn"])
+
+    def send_success(self, token: str, output: Any) -> None:
+        remote.send(self._conninfo, "task_success", {"token": token, "output": output})
+
+    def send_failure(self, token: str, error: str, cause: str) -> None:
+        remote.send(
+            self._conninfo, "task_failure", {"token": token, "error": error, "cause": cause}
+        )
+
+    def stop(self, execution_arn: str, error: str, cause: str) -> None:
+        remote.send(self._conninfo, "stop", {"arn": execution_arn, "error": error, "cause": cause})
+
+    def close(self) -> None:
+        return None
+
+
+def connect(conninfo: str, *, functions_dir: Path | None = None) -> EngineClient:
+    """Own the database if no engine does (run one here), else talk to the owner."""
+    process = EngineProcess(conninfo, functions_dir=functions_dir)
+    if process.start(wait=False):
+        return InProcessEngine(process)
+    return RemoteEngine(conninfo)
+
+
+def engine_running(conninfo: str) -> bool:
+    return Ownership.owner_pid(conninfo) is not None
+
+
+def start_background_engine(conninfo: str, *, wait_seconds: float = 15.0) -> int:
+    """Start `python -m switchyard.engine.serve` detached; returns its pid once it owns the
+    database (it waits for the lock if another engine is closing). Without DATABASE_URL the
+    engine opens the embedded server itself, so the server lives as long as the engine."""
+    log_path = data_dir() / "engine.log"
+    command = [sys.executable, "-m", "switchyard.engine.serve"]
+    if os.environ.get(DATABASE_URL_ENV):
+        command += ["--database-url", conninfo]
+    with log_path.open("ab") as log:
+        child = subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=dict(os.environ),
+        )
+    (data_dir() / "engine.pid").write_text(str(child.pid))
+    deadline = time.monotonic() + wait_seconds
+    while time.monotonic() < deadline:
+        if engine_running(conninfo):
+            return child.pid
+        if child.poll() is not None:
+            raise RuntimeError(f"the background engine exited ({child.returncode}); see {log_path}")
+        time.sleep(0.1)
+    raise RuntimeError(f"the background engine did not take the database in time; see {log_path}")
+
+
+def ensure_engine(conninfo: str) -> EngineClient:
+    """An engine for a one-off command (approve, resume, ...): the running one, else a new
+    background engine, which goes on after this command exits."""
+    if not engine_running(conninfo):
+        start_background_engine(conninfo)
+    return RemoteEngine(conninfo)

@@ -1,0 +1,159 @@
+"""What a run looks like to people and scripts: `run --json`, `runs show`, live progress.
+
+Built from the run records (workflow_runs, task_runs) and the open gates."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from switchyard.constants import APPROVAL_BASE_URL_ENV
+from switchyard.gates.model import Gate
+from switchyard.gates.store import _gate
+
+DEFAULT_BASE_URL = "http://localhost:8080"
+
+
+class RunNotFoundError(LookupError):
+    pass
+
+
+@dataclass
+class RunView:
+    execution_id: int
+    execution_arn: str
+    data: dict[str, Any]
+    gates: list[Gate]
+
+    @property
+    def status(self) -> str:
+        return str(self.data["status"])
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, Decimal | int | float) else 0.0
+
+
+def _time(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def find_run(conn: psycopg.Connection[Any], run_id: str) -> tuple[int, str]:
+    """(execution id, ARN) of a run named by its id (the execution name) or its ARN."""
+    rows = conn.execute(
+        "SELECT e.id, e.arn FROM workflow_runs r JOIN sfn_executions e ON e.id = r.execution_id"
+        " WHERE r.run_id = %s OR e.arn = %s ORDER BY e.id DESC",
+        (run_id, run_id),
+    ).fetchall()
+    if not rows:
+        raise RunNotFoundError(f"no run {run_id!r}; `switchyard runs list` shows the runs")
+    if len(rows) > 1 and not run_id.startswith("arn:"):
+        arns = ", ".join(r[1] for r in rows)
+        raise RunNotFoundError(f"{run_id!r} names several runs ({arns}); give the ARN")
+    return int(rows[0][0]), str(rows[0][1])
+
+
+def run_view(conn: psycopg.Connection[Any], execution_id: int) -> RunView:
+    cursor = conn.cursor(row_factory=dict_row)
+    run = cursor.execute(
+        "SELECT r.*, e.arn FROM workflow_runs r JOIN sfn_executions e ON e.id = r.execution_id"
+        " WHERE r.execution_id = %s",
+        (execution_id,),
+    ).fetchone()
+    if run is None:
+        raise RunNotFoundError(f"no run record for execution {execution_id}")
+    tasks = cursor.execute(
+        "SELECT * FROM task_runs WHERE execution_id = %s ORDER BY started_at NULLS LAST, step_id,"
+        " item",
+        (execution_id,),
+    ).fetchall()
+    gates = [_gate(g) for g in cursor.execute(
+        "SELECT * FROM gates WHERE execution_arn = %s AND status = 'open' ORDER BY created_at",
+        (run["arn"],),
+    ).fetchall()]  # fmt: skip
+    steps: dict[str, dict[str, Any]] = {}
+    for task in tasks:
+        step = steps.setdefault(
+            task["step_id"],
+            {
+                "status": task["status"],
+                "attempts": 0,
+                "output": None,
+                "error": None,
+                "cost_usd": 0.0,
+                "tokens": {"input": 0, "output": 0},
+                "started_at": _time(task["started_at"]),
+                "ended_at": _time(task["ended_at"]),
+            },
+        )
+        step["cost_usd"] = round(step["cost_usd"] + _number(task["cost_usd"]), 6)
+        step["tokens"]["input"] += int(task["input_tokens"])
+        step["tokens"]["output"] += int(task["output_tokens"])
+        step["attempts"] = max(step["attempts"], int(task["attempts"]))
+        if task["item"] == "":
+            step.update(status=task["status"], output=task["output"], error=task["error"])
+            step["started_at"] = step["started_at"] or _time(task["started_at"])
+            step["ended_at"] = _time(task["ended_at"])
+        if task["model"]:
+            step["model"] = task["model"]
+        if task["provider"]:
+            step["provider"] = task["provider"]
+    base = os.environ.get(APPROVAL_BASE_URL_ENV, DEFAULT_BASE_URL).rstrip("/")
+    data = {
+        "run_id": run["run_id"],
+        "workflow": run["workflow"],
+        "version": run["workflow_version"],
+        "status": run["status"],
+        "output": run["output"],
+        "error": run["error"],
+        "cost_usd": round(_number(run["cost_usd"]), 6),
+        "tokens": {"input": int(run["input_tokens"]), "output": int(run["output_tokens"])},
+        "steps": steps,
+        "waiting_for": [
+            {
+                "step": gate.step_id,
+                "kind": gate.kind,
+                "assignee": gate.assignee,
+                "message": gate.message,
+                "approve_url": f"{base}/gates/{gate.id}",
+            }
+            for gate in gates
+        ],
+        "started_at": _time(run["started_at"]),
+        "ended_at": _time(run["ended_at"]),
+    }
+    return RunView(execution_id, str(run["arn"]), data, gates)
+
+
+def list_runs(
+    conn: psycopg.Connection[Any], *, status: str | None, limit: int = 50
+) -> list[dict[str, Any]]:
+    cursor = conn.cursor(row_factory=dict_row)
+    if status:
+        rows = cursor.execute(
+            "SELECT * FROM workflow_runs WHERE status = %s ORDER BY started_at DESC LIMIT %s",
+            (status, limit),
+        ).fetchall()
+    else:
+        rows = cursor.execute(
+            "SELECT * FROM workflow_runs ORDER BY started_at DESC LIMIT %s", (limit,)
+        ).fetchall()
+    return [
+        {
+            "run_id": r["run_id"],
+            "workflow": r["workflow"],
+            "version": r["workflow_version"],
+            "status": r["status"],
+            "cost_usd": round(_number(r["cost_usd"]), 6),
+            "tokens": {"input": int(r["input_tokens"]), "output": int(r["output_tokens"])},
+            "started_at": _time(r["started_at"]),
+            "ended_at": _time(r["ended_at"]),
+        }
+        for r in rows
+    ]

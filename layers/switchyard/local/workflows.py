@@ -1,0 +1,95 @@
+"""Install a workflow file (and the sub-workflows it calls) into the local engine: compile,
+fill the placeholders with local ARNs, create or update its state machine, publish a version."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from switchyard.compile import compile_workflow
+from switchyard.engine import machines
+from switchyard.engine.arns import Arns
+from switchyard.engine.store import EngineStore
+from switchyard.engine.substitution import local_values, substitute
+from switchyard.model import LoopStep, MapStep, SubWorkflowBody, Workflow
+from switchyard.validate import validate_file
+from switchyard.validate.catalog import WORKFLOW_SUFFIXES
+
+
+@dataclass(frozen=True)
+class Installed:
+    workflow: Workflow
+    machine_arn: str
+    version_arn: str
+
+
+class WorkflowFileError(ValueError):
+    """A workflow (or a sub-workflow it calls) does not validate."""
+
+
+def install(store: EngineStore, arns: Arns, path: Path) -> Installed:
+    installed: dict[str, Installed] = {}
+    return _install(store, arns, path, installed, set())
+
+
+def _install(
+    store: EngineStore, arns: Arns, path: Path, installed: dict[str, Installed], seen: set[Path]
+) -> Installed:
+    result = validate_file(path)
+    if result.workflow is None:
+        problems = "\n".join(d.format() for d in result.errors)
+        raise WorkflowFileError(f"{path} does not validate:\n{problems}")
+    workflow = result.workflow
+    seen.add(path.resolve())
+    for name, version in _children(workflow):
+        if name in installed:
+            continue
+        child_path = _find(path.parent, name, version)
+        if child_path.resolve() in seen:
+            continue
+        installed[name] = _install(store, arns, child_path, installed, seen)
+    known = [(name, item.machine_arn) for name, item in installed.items()]
+    text, missing = substitute(compile_workflow(workflow).text, local_values(arns, known))
+    if missing:
+        raise WorkflowFileError(f"{path}: cannot fill {', '.join(missing)}")
+    arn = arns.machine(workflow.name)
+    if store.machine(arn) is None:
+        created = machines.create(store, arns, name=workflow.name, definition=text, publish=True)
+        version_arn = created["stateMachineVersionArn"]
+    else:
+        updated = machines.update(store, arn, definition=text, role_arn=None, publish=True)
+        version_arn = updated["stateMachineVersionArn"]
+    done = Installed(workflow, arn, version_arn)
+    installed[workflow.name] = done
+    return done
+
+
+def _children(workflow: Workflow) -> list[tuple[str, int | None]]:
+    found: list[tuple[str, int | None]] = []
+    for step in workflow.steps.values():
+        body = step.step if isinstance(step, MapStep | LoopStep) else step
+        if isinstance(body, SubWorkflowBody):
+            found.append((body.workflow_name, body.workflow_version))
+    return found
+
+
+def _find(directory: Path, name: str, version: int | None) -> Path:
+    from switchyard.source import load_file
+
+    best: tuple[int, Path] | None = None
+    for candidate in sorted(directory.iterdir()):
+        if candidate.suffix not in WORKFLOW_SUFFIXES:
+            continue
+        data = load_file(candidate).data
+        if not isinstance(data, dict) or data.get("name") != name:
+            continue
+        number = data.get("version")
+        if not isinstance(number, int):
+            continue
+        if version is not None and number == version:
+            return candidate
+        if version is None and (best is None or number > best[0]):
+            best = (number, candidate)
+    if best is None:
+        raise WorkflowFileError(f"no file for workflow {name} beside {directory}")
+    return best[1]
