@@ -16,7 +16,10 @@ def build_app(context: dict[str, Any] | None = None, outdir: str | None = None) 
     """The app with its stack and the AwsSolutions checks (synth fails on any finding that is
     not acknowledged in infra/nag.py)."""
     app = App(context=context, outdir=outdir)
-    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    # Acknowledged findings are written into each resource's Metadata: the audit trail.
+    Validations.of(app).add_plugins(
+        AwsSolutionsChecks(app, write_suppressions_to_cloud_formation=True)
+    )
     settings = Settings.from_node(app.node)
     account, region = os.environ.get("CDK_DEFAULT_ACCOUNT"), os.environ.get("CDK_DEFAULT_REGION")
     env = Environment(account=account, region=region) if account and region else None

@@ -41,11 +41,6 @@ BUDGET_PAUSE_PATTERN = logs.FilterPattern.all(
 )
 
 
-def workflow_namespace(workflow: str) -> str:
-    """Metric filters cannot add a literal dimension, so each workflow has its own namespace."""
-    return f"{METRICS_NAMESPACE}/{workflow}"
-
-
 def _search(metric: Metric, statistic: str, label: str) -> cloudwatch.MathExpression:
     dims = f"{MetricDimension.SERVICE},{MetricDimension.WORKFLOW}"
     return cloudwatch.MathExpression(
@@ -90,6 +85,7 @@ class Monitoring(Construct):
             self.topic.add_subscription(subscriptions.EmailSubscription(settings.alarm_email))
         action = actions.SnsAction(self.topic)
         self.alarms: list[cloudwatch.Alarm] = []
+        self.query_alarms: list[cloudwatch.CfnAlarm] = []
 
         def alarm(construct_id: str, metric: cloudwatch.IMetric, description: str) -> None:
             created = cloudwatch.Alarm(
@@ -107,42 +103,60 @@ class Monitoring(Construct):
 
         started, succeeded, failed = [], [], []
         for number, workflow in enumerate(workflows.values()):
-            cid = "".join(p.capitalize() for p in workflow.name.split("-"))
             machine = workflow.machine
             started.append(machine.metric_started(period=PERIOD, label=workflow.name))
             succeeded.append(machine.metric_succeeded(period=PERIOD, label=workflow.name))
-            failed_runs = cloudwatch.MathExpression(
-                # Ids are unique per workflow: one graph shows every workflow's expression.
-                expression=f"failed{number} + timedout{number}",
-                using_metrics={
-                    f"failed{number}": machine.metric_failed(period=PERIOD),
-                    f"timedout{number}": machine.metric_timed_out(period=PERIOD),
-                },
-                label=workflow.name,
-                period=PERIOD,
+            failed.append(
+                cloudwatch.MathExpression(
+                    # Ids are unique per workflow: one graph shows every workflow's expression.
+                    expression=f"failed{number} + timedout{number}",
+                    using_metrics={
+                        f"failed{number}": machine.metric_failed(period=PERIOD),
+                        f"timedout{number}": machine.metric_timed_out(period=PERIOD),
+                    },
+                    label=workflow.name,
+                    period=PERIOD,
+                )
             )
-            failed.append(failed_runs)
-            alarm(f"{cid}RunsFailed", failed_runs, f"runs of {workflow.name} failed or timed out")
-            log_group = workflow.log_group
-            for metric, pattern, what in (
-                (Metric.GATE_TIMEOUTS, GATE_TIMEOUT_PATTERN, "a gate waited past its timeout"),
-                (Metric.BUDGET_PAUSES, BUDGET_PAUSE_PATTERN, "a run paused over its budget"),
+            cid = "".join(p.capitalize() for p in workflow.name.split("-"))
+            for metric, pattern in (
+                (Metric.GATE_TIMEOUTS, GATE_TIMEOUT_PATTERN),
+                (Metric.BUDGET_PAUSES, BUDGET_PAUSE_PATTERN),
             ):
-                filter_ = logs.MetricFilter(
+                logs.MetricFilter(
                     self,
                     f"{cid}{metric}",
-                    log_group=log_group,
+                    log_group=workflow.log_group,
                     filter_pattern=pattern,
-                    metric_namespace=workflow_namespace(workflow.name),
+                    metric_namespace=METRICS_NAMESPACE,
                     metric_name=str(metric),
                     metric_value="1",
-                    default_value=0,
                 )
-                alarm(
-                    f"{cid}{metric}Alarm",
-                    filter_.metric(statistic="Sum", period=PERIOD),
-                    f"{workflow.name}: {what}",
-                )
+        # Alarms are platform-wide, not per workflow: a stack holds at most 500 resources, and
+        # the dashboard and the execution logs say which workflow it was.
+        for query_metric, what in (
+            ("ExecutionsFailed", "runs failed"),
+            ("ExecutionsTimedOut", "runs timed out"),
+        ):
+            self._query_alarm(
+                f"Runs{query_metric.removeprefix('Executions')}",
+                f'SELECT SUM({query_metric}) FROM SCHEMA("AWS/States", StateMachineArn)',
+                f"switchyard: {what} (any state machine of this account and region)",
+            )
+        for metric, what in (
+            (Metric.GATE_TIMEOUTS, "a gate waited past its timeout"),
+            (Metric.BUDGET_PAUSES, "a run paused over its budget"),
+        ):
+            alarm(
+                f"{metric}Alarm",
+                cloudwatch.Metric(
+                    namespace=METRICS_NAMESPACE,
+                    metric_name=str(metric),
+                    statistic="Sum",
+                    period=PERIOD,
+                ),
+                f"switchyard: {what} (the workflow's execution log says where)",
+            )
         depth_widgets = []
         for name, queue in dead_letter_queues.items():
             cid = "".join(c for c in name.title() if c.isalnum())
@@ -180,6 +194,22 @@ class Monitoring(Construct):
         )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
+                title="Gate timeouts and budget pauses",
+                left=[
+                    cloudwatch.Metric(
+                        namespace=METRICS_NAMESPACE,
+                        metric_name=str(metric),
+                        statistic="Sum",
+                        period=PERIOD,
+                        label=str(metric),
+                    )
+                    for metric in (Metric.GATE_TIMEOUTS, Metric.BUDGET_PAUSES)
+                ],
+                width=24,
+            )
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
                 title="Tokens by workflow",
                 left=[
                     _search(Metric.INPUT_TOKENS, "Sum", "input"),
@@ -191,3 +221,22 @@ class Monitoring(Construct):
                 title="USD by workflow", left=[_search(Metric.COST_USD, "Sum", "")], width=12
             ),
         )
+
+    def _query_alarm(self, construct_id: str, query: str, description: str) -> None:
+        """An alarm on a Metrics Insights query: one alarm covers every state machine."""
+        alarm = cloudwatch.CfnAlarm(
+            self,
+            construct_id,
+            alarm_description=description,
+            comparison_operator="GreaterThanOrEqualToThreshold",
+            threshold=1,
+            evaluation_periods=1,
+            treat_missing_data="notBreaching",
+            metrics=[
+                cloudwatch.CfnAlarm.MetricDataQueryProperty(
+                    id="q", expression=query, period=300, return_data=True
+                )
+            ],
+            alarm_actions=[self.topic.topic_arn],
+        )
+        self.query_alarms.append(alarm)

@@ -54,7 +54,8 @@ class DeployedWorkflow:
     machine: sfn.StateMachine
     version: sfn.CfnStateMachineVersion
     live: sfn.CfnStateMachineAlias
-    pinned: sfn.CfnStateMachineAlias
+    pinned: sfn.CfnStateMachineAlias | None
+    """The `v<n>` alias, made only when another workflow pins this version."""
     role: iam.Role
     log_group: logs.LogGroup
 
@@ -107,12 +108,21 @@ class Workflows(Construct):
         self._functions = functions
         self.dead_letters = dead_letter_queue(self, "StepDeadLetters")
         self.deployed: dict[str, DeployedWorkflow] = {}
+        self._pinned = {
+            (child.workflow, child.version)
+            for machine in machines
+            for child in machine.children
+            if child.version is not None
+        }
         for compiled in _ordered(machines):
             self.deployed[compiled.name] = self._deploy(compiled)
 
     def _child_arn(self, workflow: str, version: int | None) -> str:
         child = self.deployed[workflow]
-        return child.live.attr_arn if version is None else child.pinned.attr_arn
+        if version is None:
+            return child.live.attr_arn
+        assert child.pinned is not None
+        return child.pinned.attr_arn
 
     def _deploy(self, compiled: CompiledMachine) -> DeployedWorkflow:
         stack = Stack.of(self)
@@ -231,13 +241,15 @@ class Workflows(Construct):
             description=f"new runs of {compiled.name} start here",
             routing_configuration=routing,
         )
-        pinned = sfn.CfnStateMachineAlias(
-            self,
-            f"{cid}V{compiled.version}",
-            name=pinned_alias(compiled.version),
-            description=f"{compiled.name} version {compiled.version} (for pinned sub-workflows)",
-            routing_configuration=routing,
-        )
+        pinned = None
+        if (compiled.name, compiled.version) in self._pinned:
+            pinned = sfn.CfnStateMachineAlias(
+                self,
+                f"{cid}V{compiled.version}",
+                name=pinned_alias(compiled.version),
+                description=f"{compiled.name} version {compiled.version} (pinned sub-workflows)",
+                routing_configuration=routing,
+            )
         return DeployedWorkflow(compiled, machine, version, live, pinned, role, log_group)
 
 

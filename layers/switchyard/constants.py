@@ -98,7 +98,8 @@ class Metric(StrEnum):
     The functions emit the first group with Powertools (dimensions `service` and `workflow`, and
     `step_type` for `STEP_DURATION`); the step runtime does not emit them yet, so the dashboard
     shows them once the handlers do. The second group comes from metric filters that the stack
-    puts on each state machine's log group (dimension `workflow`), so it needs no function code.
+    puts on each state machine's log group (no dimension: a metric filter cannot add a literal
+    one; the execution log says which workflow), so it needs no function code.
     """
 
     STEP_DURATION = "StepDuration"

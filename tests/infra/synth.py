@@ -1,0 +1,69 @@
+"""Synthesize the CDK app offline (no credentials, Docker or network) into a temporary repository.
+
+The temporary repository holds a chosen set of compiled machines and workflow files beside the
+real `functions/` and `layers/`; bundling of the library layer is skipped (CDK's
+`aws:cdk:bundling-stacks` context), since it needs PyPI (tests/infra/test_layer.py builds it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+from switchyard.constants import FUNCTION_SPECS, PLATFORM_FUNCTIONS
+
+REPO = Path(__file__).resolve().parents[2]
+STACK = "Switchyard"
+ONE_LINE_HANDLER = "def handler(event, context):\n    return event\n"
+
+
+@dataclass
+class Synthesized:
+    root: Path
+    template: dict[str, Any]
+    app: Any
+
+    def resources(self, kind: str) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.template["Resources"].items() if v["Type"] == kind}
+
+
+def make_repository(
+    root: Path, machines: dict[str, str], workflow_files: dict[str, str]
+) -> tuple[Path, list[str]]:
+    """A repository copy; returns it and the handlers it had to stand in for (not yet written)."""
+    shutil.copytree(
+        REPO / "functions", root / "functions", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    stand_ins = []
+    for spec in (*FUNCTION_SPECS, *PLATFORM_FUNCTIONS):
+        handler = root / "functions" / spec.name / "handler.py"
+        if not handler.is_file():
+            handler.parent.mkdir(parents=True, exist_ok=True)
+            handler.write_text(ONE_LINE_HANDLER)
+            stand_ins.append(spec.name)
+    (root / "layers").symlink_to(REPO / "layers")
+    (root / "statemachines").mkdir()
+    (root / "workflows").mkdir()
+    for name, text in machines.items():
+        (root / "statemachines" / f"{name}.asl.json").write_text(text)
+    for name, text in workflow_files.items():
+        (root / "workflows" / name).write_text(text)
+    return root, stand_ins
+
+
+def synthesize(root: Path, **context: Any) -> Synthesized:
+    from infra.app import build_app
+
+    app = build_app(
+        context={"switchyard:root": str(root), "aws:cdk:bundling-stacks": [], **context},
+        outdir=str(root / "cdk.out"),
+    )
+    app.synth()
+    template = json.loads((root / "cdk.out" / f"{STACK}.template.json").read_text())
+    return Synthesized(root=root, template=template, app=app)
