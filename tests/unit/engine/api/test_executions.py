@@ -188,9 +188,7 @@ def test_list_executions_needs_a_state_machine_and_has_no_map_runs(endpoint: End
     with pytest.raises(raw.exceptions.ValidationException):
         raw.list_executions()
     with pytest.raises(raw.exceptions.ResourceNotFound):
-        raw.list_executions(
-            mapRunArn="arn:aws:states:us-east-1:000000000000:mapRun:m/label:1234"
-        )
+        raw.list_executions(mapRunArn="arn:aws:states:us-east-1:000000000000:mapRun:m/label:1234")
 
 
 def test_history_pages_forward_and_in_reverse(sfn: Any, machine: str) -> None:
@@ -203,8 +201,14 @@ def test_history_pages_forward_and_in_reverse(sfn: Any, machine: str) -> None:
 
     types = [event["type"] for event in whole]
     assert types[0] == "ExecutionStarted" and types[-1] == "ExecutionSucceeded"
-    assert {"PassStateEntered", "ChoiceStateEntered", "WaitStateEntered", "TaskScheduled",
-            "TaskSucceeded", "TaskStateExited"} <= set(types)  # fmt: skip
+    assert {
+        "PassStateEntered",
+        "ChoiceStateEntered",
+        "WaitStateEntered",
+        "TaskScheduled",
+        "TaskSucceeded",
+        "TaskStateExited",
+    } <= set(types)
     assert [e["id"] for e in whole] == list(range(1, len(whole) + 1))
     assert [e["id"] for e in forward] == [e["id"] for e in whole]
     assert [e["id"] for e in backward] == [e["id"] for e in reversed(whole)]
