@@ -80,7 +80,7 @@ def list_executions(api: ApiContext, request: Request) -> Response:
 def get_execution_history(api: ApiContext, request: Request) -> Response:
     arn = wire.execution_arn(request["executionArn"])
     reverse = bool(request.get("reverseOrder"))
-    include_data = request.get("includeExecutionData", True)
+    include_data = request.get("includeExecutionData") is not False
     filters = {"arn": arn, "reverse": reverse}
     after = pagination.position("GetExecutionHistory", filters, request.get("nextToken"))
     if after is not None and not isinstance(after, int):

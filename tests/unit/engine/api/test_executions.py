@@ -335,3 +335,18 @@ def _succeeded(sfn: Any, machine: str) -> str:
     arn = str(sfn.start_execution(stateMachineArn=machine, input=pipeline_input(1))["executionArn"])
     wait_done(sfn, arn)
     return arn
+
+
+def test_executions_outlive_their_deleted_machine(sfn: Any) -> None:
+    machine = create_machine(sfn, PIPELINE, "deleted")
+    arn = sfn.start_execution(stateMachineArn=machine, input=pipeline_input(5))["executionArn"]
+    wait_done(sfn, arn)
+
+    sfn.delete_state_machine(stateMachineArn=machine)
+
+    assert json.loads(sfn.describe_execution(executionArn=arn)["output"]) == {"value": 10}
+    described = sfn.describe_state_machine_for_execution(executionArn=arn)
+    assert json.loads(described["definition"]) == PIPELINE
+    assert sfn.get_execution_history(executionArn=arn)["events"]
+    with pytest.raises(sfn.exceptions.StateMachineDoesNotExist):
+        sfn.list_executions(stateMachineArn=machine)

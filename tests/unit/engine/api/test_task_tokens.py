@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -39,10 +40,6 @@ def test_send_task_success_completes_the_task_with_its_output(
     described = wait_done(sfn, arn)
     assert described["status"] == "SUCCEEDED"
     assert json.loads(described["output"]) == {"approved": True}
-    with pytest.raises(sfn.exceptions.TaskDoesNotExist):  # its task is over
-        sfn.send_task_success(taskToken=token, output="{}")
-    with pytest.raises(sfn.exceptions.TaskDoesNotExist):
-        sfn.send_task_heartbeat(taskToken=token)
 
 
 def test_send_task_failure_fails_the_task_with_error_and_cause(
@@ -70,7 +67,42 @@ def test_send_task_success_refuses_output_that_is_not_json(
 
     assert sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
     sfn.stop_execution(executionArn=arn)
-    with pytest.raises(sfn.exceptions.TaskDoesNotExist):  # stopped: its token is gone
+
+
+def test_heartbeats_keep_a_task_past_its_heartbeat_seconds(sfn: Any, endpoint: Endpoint) -> None:
+    brisk = json.loads(json.dumps(CALLBACK))
+    brisk["States"]["Ask"]["HeartbeatSeconds"] = 1
+    machine = create_machine(sfn, brisk, "heartbeat")
+    name = unique("beating")
+    arn = sfn.start_execution(stateMachineArn=machine, name=name)["executionArn"]
+    token = endpoint.functions.token(name)
+
+    for _ in range(4):  # 1.6 s in all, never 1 s without a heartbeat
+        time.sleep(0.4)
+        sfn.send_task_heartbeat(taskToken=token)
+
+    assert sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
+    sfn.send_task_success(taskToken=token, output="true")
+    assert wait_done(sfn, arn)["status"] == "SUCCEEDED"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine bug (reported): a task's token is deleted when the task closes, so a late"
+    " callback gets TaskDoesNotExist where AWS answers TaskTimedOut",
+)
+@pytest.mark.parametrize("closed_by", ["success", "stop"])
+def test_a_token_of_a_closed_task_is_task_timed_out(
+    sfn: Any, endpoint: Endpoint, machine: str, closed_by: str
+) -> None:
+    arn, token = _waiting(sfn, endpoint, machine)
+    if closed_by == "success":
+        sfn.send_task_success(taskToken=token, output="{}")
+    else:
+        sfn.stop_execution(executionArn=arn)
+    wait_done(sfn, arn)
+
+    with pytest.raises(sfn.exceptions.TaskTimedOut):
         sfn.send_task_success(taskToken=token, output="{}")
 
 
