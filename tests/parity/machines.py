@@ -2,7 +2,7 @@
 Wait form, Map with tolerated failures, heartbeats, InputPath/OutputPath/ResultSelector forms,
 Choice operators, Fail with ErrorPath, Parallel failures."""
 
-# ruff: noqa: E501 - state machines read best with one state per line
+
 from __future__ import annotations
 
 from typing import Any
