@@ -24,9 +24,13 @@ def _default(value: Any) -> Any:
 def json_member(text: str, error: type[errors.EngineError], what: str) -> Any:
     """The JSON value of a text member; `error` (e.g. InvalidExecutionInput) when it is not JSON."""
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_not_json)
     except ValueError as exc:
         raise error(f"Invalid {what}: '{exc}'") from None
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON value")  # Python reads NaN and Infinity; JSON not
 
 
 # --- ARNs ------------------------------------------------------------------------------------

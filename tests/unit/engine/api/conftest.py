@@ -1,5 +1,6 @@
-"""One engine and one Step Functions endpoint per test module, on the session's fresh database,
-driven through boto3 exactly as a user's code would drive AWS."""
+"""One engine and one Step Functions endpoint per test module, driven through boto3 exactly as a
+user's code would drive AWS. `pg_conninfo` is declared here again on purpose: this package gets a
+fresh database of its own, which no engine of another test package ever runs on."""
 
 from __future__ import annotations
 

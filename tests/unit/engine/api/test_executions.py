@@ -95,6 +95,8 @@ def test_start_refuses_input_that_is_not_json(sfn: Any, machine: str) -> None:
     with pytest.raises(sfn.exceptions.InvalidExecutionInput) as raised:
         sfn.start_execution(stateMachineArn=machine, input="{not json")
     assert "Invalid State Machine Execution Input" in str(raised.value)
+    with pytest.raises(sfn.exceptions.InvalidExecutionInput):
+        sfn.start_execution(stateMachineArn=machine, input='{"value": NaN}')
 
 
 def test_start_refuses_a_name_the_engine_cannot_use(sfn: Any, machine: str) -> None:
