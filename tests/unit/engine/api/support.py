@@ -129,10 +129,49 @@ class Endpoint:
         return self.server.endpoint_url
 
     def client(self, *, validate: bool = True) -> Any:
-        """A boto3 client; `validate=False` sends what botocore would refuse, so the server's
-        own checks answer."""
+        """A boto3 client that checks every answer against the service model's output shape;
+        `validate=False` sends what botocore would refuse, so the server's own checks answer."""
         config = Config(retries={"total_max_attempts": 1}, parameter_validation=validate)
-        return boto3.client("stepfunctions", endpoint_url=self.url, config=config, **CREDENTIALS)
+        client = boto3.client("stepfunctions", endpoint_url=self.url, config=config, **CREDENTIALS)
+        client.meta.events.register("before-parse.sfn.*", _check_answer)
+        return client
+
+
+def _check_answer(operation_model: Any, response_dict: dict[str, Any], **_: Any) -> None:
+    """A successful answer has only members of the output shape, its required members, and
+    JSON types that fit (botocore would silently drop or misread anything else)."""
+    if response_dict["status_code"] == 200:
+        body = json.loads(response_dict["body"] or b"{}")
+        _check_shape(operation_model.output_shape, body, operation_model.name)
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "boolean": (bool,),
+    "integer": (int,),
+    "long": (int,),
+    "timestamp": (int, float),
+    "structure": (dict,),
+    "map": (dict,),
+    "list": (list,),
+}
+
+
+def _check_shape(shape: Any, value: Any, path: str) -> None:
+    expected = _JSON_TYPES[shape.type_name]
+    assert isinstance(value, expected), f"{path}: {value!r} is not a {shape.type_name}"
+    assert not (isinstance(value, bool) and shape.type_name != "boolean"), path
+    if shape.type_name == "structure":
+        assert set(value) <= set(shape.members), f"{path}: {set(value) - set(shape.members)}"
+        missing = [m for m in shape.required_members if m not in value]
+        assert not missing, f"{path}: required {missing} missing"
+        for name, item in value.items():
+            _check_shape(shape.members[name], item, f"{path}.{name}")
+    elif shape.type_name == "list":
+        for index, item in enumerate(value):
+            _check_shape(shape.member, item, f"{path}[{index}]")
+    elif shape.type_name == "string" and shape.enum:
+        assert value in shape.enum, f"{path}: {value!r} not in {shape.enum}"
 
 
 @contextmanager
