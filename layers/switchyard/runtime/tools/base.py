@@ -37,9 +37,16 @@ class CallInfo:
     idempotency_key: str
     timeout: float = 30.0
     """Seconds the call may take (bounded by the attempt's deadline)."""
+    side_effect: SideEffect | None = None
+    """The call's side effect as the gateway decided it; None when a tool is invoked directly.
+    A tool with `records_own_effects` makes an `idempotent` call once per `idempotency_key`."""
 
 
 class Tool(Protocol):
+    """A tool may also set `records_own_effects = True`: it records its idempotency key in the
+    same transaction as its effect (`sql.query`), so the gateway does not wrap its idempotent
+    calls in Powertools, whose in-progress record cannot close the gap after a crash."""
+
     name: str
     description: str
     input_schema: dict[str, Any]

@@ -11,7 +11,8 @@ Before a call runs, in this order:
    stops the call for a person (`human_required`, kind `tool_approval`) unless a decision for
    this exact call is recorded: then it runs with exactly the approved arguments, or fails
    `rejected`;
-5. side effects run once per idempotency key (Powertools), never the attempt number.
+5. side effects run once per idempotency key, never the attempt number: through Powertools,
+   or, for a tool that records the key in its effect's own transaction (`sql.query`), there.
 
 Every call is audited, refused ones too, with secrets redacted. A call id is a hash of the step's
 idempotency key, the call's position (`tool`, or `<turn>.<n>` in an agent) and the tool and
@@ -226,10 +227,12 @@ class ToolGateway:
         timeout = DEFAULT_CALL_TIMEOUT
         if scope.deadline is not None:
             timeout = max(min(timeout, scope.deadline.remaining() - 1.0), 1.0)
-        info = CallInfo(scope.run.id, scope.step_id, key, timeout)
         side_effect = scope.side_effect or tool.side_effect(args)
+        info = CallInfo(scope.run.id, scope.step_id, key, timeout, side_effect)
         if side_effect is SideEffect.NONE or self.stores.idempotency is None:
             return tool.invoke(args, self.env, info)
+        if side_effect is SideEffect.IDEMPOTENT and getattr(tool, "records_own_effects", False):
+            return tool.invoke(args, self.env, info)  # key and effect commit together
         return self.stores.idempotency.run(
             key,
             {"tool": request.tool, "args": args},

@@ -16,32 +16,52 @@ from switchyard.runtime.errors import PermanentError, StepError, TransientError
 from switchyard.runtime.tools.aws_tools import BuiltinTool
 from switchyard.runtime.tools.base import CallInfo, ToolEnvironment
 from switchyard.runtime.tools.http_tools import send_request
+from switchyard.runtime.tools.sql_effects import ensure_effects_table, payload_hash, run_once
 
 
 class SqlQueryTool(BuiltinTool):
     """One statement on a named connection, values passed only as `%(name)s` parameters.
 
-    The statement runs in its own transaction with a statement timeout. Give each named
+    The statement runs in its own transaction with a statement timeout. When the call's side
+    effect is `idempotent`, that transaction also records the idempotency key and the result in
+    `switchyard_sql_effects` (see `sql_effects`): a repeat of the key returns the stored result
+    and does not run the statement again, whenever the previous attempt crashed. Give each named
     connection a database role that can do only what its workflows need.
     """
 
     name = "sql.query"
+    records_own_effects = True
+    """The gateway leaves idempotent calls to the tool's own transaction, not to Powertools."""
 
     def invoke(self, args: dict[str, Any], env: ToolEnvironment, call: CallInfo) -> Any:
         conninfo = env.sql_conninfo(str(args["connection"]))
         timeout_ms = max(int(call.timeout * 1000), 1)
+        connect_timeout = max(int(call.timeout), 1)
+        once = call.side_effect is SideEffect.IDEMPOTENT
         try:
-            with psycopg.connect(conninfo, connect_timeout=max(int(call.timeout), 1)) as conn:
+            if once:
+                ensure_effects_table(conninfo, connect_timeout=connect_timeout)
+            with psycopg.connect(conninfo, connect_timeout=connect_timeout) as conn:
                 conn.execute(f"SET statement_timeout = {timeout_ms}")
-                with conn.cursor(row_factory=dict_row) as cursor:
-                    cursor.execute(str(args["query"]).encode(), args.get("params") or None)
-                    rows = cursor.fetchall() if cursor.description is not None else []
-                    rowcount = cursor.rowcount
+
+                def statement() -> dict[str, Any]:
+                    return _execute(conn, args)
+
+                if once:
+                    return run_once(conn, call.idempotency_key, payload_hash(args), statement)
+                return statement()
         except psycopg.OperationalError as exc:
             raise TransientError(f"sql.query: {exc}".strip()) from None
         except psycopg.Error as exc:
             raise PermanentError(f"sql.query: {exc}".strip()) from None
-        return {"rows": json.loads(json.dumps(rows, default=str)), "rowcount": rowcount}
+
+
+def _execute(conn: psycopg.Connection[Any], args: dict[str, Any]) -> dict[str, Any]:
+    with conn.cursor(row_factory=dict_row) as cursor:
+        cursor.execute(str(args["query"]).encode(), args.get("params") or None)
+        rows = cursor.fetchall() if cursor.description is not None else []
+        rowcount = cursor.rowcount
+    return {"rows": json.loads(json.dumps(rows, default=str)), "rowcount": rowcount}
 
 
 class SlackPostTool(BuiltinTool):
