@@ -1,11 +1,15 @@
-"""Model providers behind one interface: Anthropic's API, Bedrock, and scripted answers."""
+"""Model providers behind one interface: Anthropic's API, Bedrock, and scripted answers.
+
+`AnthropicProvider` and `BedrockProvider` load on first use: the `anthropic` SDK takes about
+a second to import, and the CLI and the engine only need it when a step really calls a model.
+"""
 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any
 
 from switchyard.runtime.errors import PermanentError
-from switchyard.runtime.providers.anthropic_api import AnthropicProvider
 from switchyard.runtime.providers.base import (
     CallKey,
     ContentBlock,
@@ -15,10 +19,25 @@ from switchyard.runtime.providers.base import (
     ModelResponse,
     ToolSpec,
 )
-from switchyard.runtime.providers.bedrock import BedrockProvider
 from switchyard.runtime.providers.calls import call_model
 from switchyard.runtime.providers.scripted import ScriptedProvider, load_script
 from switchyard.runtime.settings import DEFAULT_PROVIDER_ENV, LLM_SCRIPT_ENV
+
+if TYPE_CHECKING:
+    from switchyard.runtime.providers.anthropic_api import AnthropicProvider
+    from switchyard.runtime.providers.bedrock import BedrockProvider
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AnthropicProvider":
+        from switchyard.runtime.providers.anthropic_api import AnthropicProvider
+
+        return AnthropicProvider
+    if name == "BedrockProvider":
+        from switchyard.runtime.providers.bedrock import BedrockProvider
+
+        return BedrockProvider
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def provider_from_env(name: str | None = None) -> ModelProvider:
@@ -28,8 +47,12 @@ def provider_from_env(name: str | None = None) -> ModelProvider:
         return scripted
     chosen = name or os.environ.get(DEFAULT_PROVIDER_ENV, "anthropic")
     if chosen == "anthropic":
+        from switchyard.runtime.providers.anthropic_api import AnthropicProvider
+
         return AnthropicProvider()
     if chosen == "bedrock":
+        from switchyard.runtime.providers.bedrock import BedrockProvider
+
         return BedrockProvider()
     raise PermanentError(f"unknown model provider {chosen!r}: use anthropic or bedrock")
 
