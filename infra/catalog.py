@@ -22,7 +22,7 @@ from switchyard.contract import (
     state_machine_placeholder,
 )
 from switchyard.model import Workflow
-from switchyard.model.workflow import Trigger
+from switchyard.model.triggers import Trigger
 from switchyard.validate import validate_file
 
 _FUNCTION_PLACEHOLDERS = {function_placeholder(f)[2:-1]: f for f in FunctionName}

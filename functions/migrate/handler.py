@@ -14,7 +14,7 @@ import os
 import urllib.request
 from typing import Any
 
-import boto3
+import boto3  # type: ignore[import-untyped]
 import psycopg
 from aws_lambda_powertools import Logger
 

@@ -11,7 +11,7 @@ import os
 from functools import cache
 from typing import Any
 
-import boto3
+import boto3  # type: ignore[import-untyped]
 from aws_lambda_powertools import Logger
 
 from switchyard.constants import WEBHOOK_DEAD_LETTER_QUEUE_URL_ENV

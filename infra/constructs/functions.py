@@ -8,9 +8,17 @@ step type, and a placement: in the VPC when it talks to the database, outside ot
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from aws_cdk import AssetHashType, BundlingOptions, DockerImage, Duration, Stack, Tags
+from aws_cdk import (
+    AssetHashType,
+    BundlingOptions,
+    DockerImage,
+    Duration,
+    ILocalBundling,
+    Stack,
+    Tags,
+)
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -104,7 +112,7 @@ class Functions(Construct):
                     # Never used: local bundling always succeeds or fails the synth. CDK requires
                     # an image in BundlingOptions.
                     image=DockerImage.from_registry("switchyard-never-docker"),
-                    local=LocalLayerBundling(settings.root),
+                    local=cast(ILocalBundling, LocalLayerBundling(settings.root)),
                 ),
             ),
             compatible_runtimes=[RUNTIME],

@@ -9,6 +9,8 @@ code: `TaskTimedOut` of a `waitForTaskToken` task, and entering a `<step>:over b
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
@@ -63,7 +65,7 @@ class Monitoring(Construct):
         store: StateStore,
         functions: Functions,
         workflows: dict[str, DeployedWorkflow],
-        dead_letter_queues: dict[str, sqs.IQueue],
+        dead_letter_queues: Mapping[str, sqs.IQueue],
     ) -> None:
         super().__init__(scope, construct_id)
         self.topic = sns.Topic(

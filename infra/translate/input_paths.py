@@ -92,7 +92,9 @@ def translate_input(templates: dict[str, Any], *, root: str, base: str) -> Trans
             raise UnsupportedTemplateError(f"input.{key} = {template!r}: {exc}") from None
         paths = [p for p in parts if isinstance(p, tuple)]
         if len(paths) == 1 and all(isinstance(p, tuple) or not p.strip() for p in parts):
-            parts = paths  # a lone expression keeps its JSON type, as when rendered locally
+            parts = list[str | tuple[str | int, ...]](
+                paths
+            )  # a lone expression keeps its JSON type, as when rendered locally
         result.paths += paths
         if not paths:
             result.parameters[key] = template

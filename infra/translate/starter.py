@@ -24,7 +24,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from infra.translate.input_paths import TranslatedInput, translate_input
+from infra.translate.input_paths import TranslatedInput, jsonpath, translate_input
 
 WORKFLOW_ARN = "${WorkflowArn}"
 DEAD_LETTER_QUEUE_URL = "${DeadLetterQueueUrl}"
@@ -64,12 +64,42 @@ def execution_name(spec: StarterSpec, delivery_id: str) -> str:
     return f"{_PREFIX[spec.kind]}-{digest}"
 
 
+def _base(spec: StarterSpec) -> str:
+    return "$.message" if spec.kind == "queue" else "$"
+
+
 def _translated(spec: StarterSpec) -> TranslatedInput:
-    return translate_input(
-        spec.input,
-        root=_ROOT[spec.kind],
-        base=f"$.{_ROOT[spec.kind]}" if spec.kind == "queue" else "$",
-    )
+    return translate_input(spec.input, root=_ROOT[spec.kind], base=_base(spec))
+
+
+def _input_check(spec: StarterSpec, translated: TranslatedInput, on_failure: str) -> dict[str, Any]:
+    """A missing path fails a Pass state with States.Runtime, which no Catch catches: check
+    first, so a delivery without what the trigger reads goes where failures go."""
+    variables = [_DELIVERY_ID[spec.kind]]
+    for path in translated.paths:
+        variable = jsonpath(_base(spec), path)
+        if variable not in variables:
+            variables.append(variable)
+    rules = [{"Variable": v, "IsPresent": True} for v in variables]
+    rule: dict[str, Any] = rules[0] if len(rules) == 1 else {"And": rules}
+    return {
+        "check input": {
+            "Type": "Choice",
+            "Comment": "every path the run's name and input read is present",
+            "Choices": [{**rule, "Next": "run input"}],
+            "Default": "input missing",
+        },
+        "input missing": {
+            "Type": "Pass",
+            "Result": {
+                "Error": "TriggerInputMissing",
+                "Cause": f"the delivery lacks a field that trigger {spec.trigger_key} reads: "
+                + ", ".join(variables),
+            },
+            "ResultPath": "$.error",
+            "Next": on_failure,
+        },
+    }
 
 
 def _queue_states(body_is_json: bool) -> dict[str, Any]:
@@ -92,7 +122,7 @@ def _queue_states(body_is_json: bool) -> dict[str, Any]:
                     "message_attributes.$": "$.messageAttributes",
                 }
             },
-            "Next": "run input",
+            "Next": "check input",
         },
     }
 
@@ -105,11 +135,13 @@ def starter_definition(spec: StarterSpec) -> dict[str, Any]:
         f"States.Format('{_PREFIX[spec.kind]}-{{}}', States.Hash(States.Format("
         f"'{spec.trigger_key}:{{}}', {_DELIVERY_ID[spec.kind]}), 'SHA-256'))"
     )
+    on_failure = "failed" if spec.kind == "queue" else "dead letter"
     states: dict[str, Any] = {}
-    start_at = "run input"
+    start_at = "check input"
     if spec.kind == "queue":
         states.update(_queue_states(body_is_json))
         start_at = "record or batch"
+    states.update(_input_check(spec, translated, on_failure))
     states["run input"] = {
         "Type": "Pass",
         "Comment": "the run's name from the delivery id; its input from the trigger's templates",
@@ -117,7 +149,6 @@ def starter_definition(spec: StarterSpec) -> dict[str, Any]:
         "ResultPath": f"$.{STARTED_KEY}",
         "Next": "start run",
     }
-    on_failure = "failed" if spec.kind == "queue" else "dead letter"
     states["start run"] = {
         "Type": "Task",
         "Resource": "arn:aws:states:::states:startExecution",

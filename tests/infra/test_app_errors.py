@@ -1,0 +1,51 @@
+"""The app refuses, with a message that names the cause, what it cannot deploy correctly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from infra.constructs.functions import MissingHandlerError
+from infra.constructs.triggers import TriggerError
+from tests.infra.conftest import SHOWCASE
+from tests.infra.synth import REPO, make_repository, synthesize
+
+
+def _repository(tmp_path: Path, showcase_text: str) -> Path:
+    from switchyard.compile import compile_workflow
+    from switchyard.validate import validate_text
+
+    workflow = validate_text(showcase_text).workflow
+    assert workflow is not None
+    root, _ = make_repository(
+        tmp_path, {workflow.name: compile_workflow(workflow).text}, {SHOWCASE.name: showcase_text}
+    )
+    return root
+
+
+def test_a_missing_handler_is_named(tmp_path: Path) -> None:
+    root = _repository(tmp_path, SHOWCASE.read_text())
+    (root / "functions" / "render" / "handler.py").unlink()
+    with pytest.raises(MissingHandlerError, match=r"functions/render/handler\.py is missing"):
+        synthesize(root)
+
+
+def test_a_trigger_template_that_needs_code_is_refused_with_its_trigger(tmp_path: Path) -> None:
+    text = SHOWCASE.read_text().replace(
+        '{ticket_id: "{{ event.detail.id }}"', '{ticket_id: "{{ event.detail.id | upper }}"'
+    )
+    root = _repository(tmp_path, text)
+    with pytest.raises(TriggerError, match=r"trigger-showcase, triggers\[1\] \(event\)"):
+        synthesize(root)
+
+
+def test_the_repository_handlers_exist_for_every_declared_function() -> None:
+    from switchyard.constants import FUNCTION_SPECS, PLATFORM_FUNCTIONS
+
+    missing = [
+        s.name
+        for s in (*FUNCTION_SPECS, *PLATFORM_FUNCTIONS)
+        if not (REPO / "functions" / s.name / "handler.py").is_file()
+    ]
+    assert missing == []

@@ -1,0 +1,91 @@
+"""The library layer: what goes in, its cache key, and a real build for Lambda's platform."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from infra import layer_build
+from tests.infra.synth import REPO
+
+NOT_IN_LAYER = {"pgserver", "jsonpath-ng"}
+"""Runtime dependencies that only the local engine and CLI use."""
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=\[; ]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def test_the_layer_requirements_are_pyprojects_without_the_local_only_ones() -> None:
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    declared = {_name(r) for r in pyproject["project"]["dependencies"]}
+    layer = {_name(r) for r in layer_build.requirements()}
+    assert layer == declared - NOT_IN_LAYER
+
+
+def test_the_lock_pins_every_requirement_with_a_hash() -> None:
+    locked = {}
+    for line in layer_build.requirements(layer_build.REQUIREMENTS_LOCK):
+        name, _, rest = line.partition("==")
+        assert re.fullmatch(r"\S+ --hash=sha256:[0-9a-f]{64}", rest), line
+        locked[name.lower().replace("_", "-")] = rest
+    for requirement in layer_build.requirements():
+        assert _name(requirement) in locked
+    assert not NOT_IN_LAYER & set(locked)
+
+
+def test_the_platform_is_python_314_on_arm64_up_to_glibc_234() -> None:
+    args = layer_build.platform_args()
+    assert args[args.index("--python-version") + 1] == "3.14"
+    platforms = [args[i + 1] for i, a in enumerate(args) if a == "--platform"]
+    assert "manylinux2014_aarch64" in platforms
+    assert "manylinux_2_28_aarch64" in platforms  # jsonschema-rs, psycopg-binary
+    assert "manylinux_2_34_aarch64" in platforms
+    assert not any("2_35" in p or "x86_64" in p for p in platforms)
+
+
+def _library_copy(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    shutil.copytree(
+        REPO / "layers", root / "layers", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
+    return root
+
+
+def test_the_cache_key_follows_the_library_sources_and_ignores_bytecode(tmp_path: Path) -> None:
+    root = _library_copy(tmp_path)
+    key = layer_build.layer_hash(root)
+    assert layer_build.layer_hash(root) == key
+    (root / "layers" / "switchyard" / "__pycache__").mkdir(exist_ok=True)
+    (root / "layers" / "switchyard" / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    assert layer_build.layer_hash(root) == key
+    constants = root / "layers" / "switchyard" / "constants.py"
+    constants.write_text(constants.read_text() + "\n# changed\n")
+    assert layer_build.layer_hash(root) != key
+
+
+@pytest.mark.slow
+def test_a_real_build_has_arm64_wheels_the_library_and_nothing_local_only(
+    tmp_path: Path,
+) -> None:
+    """Downloads wheels from PyPI (pip's cache makes a second run fast)."""
+    root = _library_copy(tmp_path)
+    cache = tmp_path / "cache"
+    folder = layer_build.build(root, cache=cache)
+    python = folder / "python"
+    assert (python / "switchyard" / "constants.py").is_file()
+    assert (python / "switchyard" / "triggers" / "webhook.py").is_file()
+    assert list(python.glob("pydantic_core/_pydantic_core.cpython-314-aarch64-linux-gnu.so"))
+    assert list(python.glob("psycopg_binary/*.cpython-314-aarch64-linux-gnu.so"))
+    assert (python / "aws_xray_sdk").is_dir()
+    assert not (python / "pgserver").exists()
+    assert not (python / "jsonpath_ng").exists()
+    assert not list(python.rglob("*.pyc"))
+    assert not (python / "bin").exists()
+    size = sum(p.stat().st_size for p in python.rglob("*") if p.is_file())
+    assert size < 200 * 1024 * 1024  # Lambda: 250 MB unzipped for function and layers
+    assert layer_build.build(root, cache=cache) == folder  # cached by content

@@ -1,0 +1,78 @@
+"""cdk-nag (AwsSolutions) and cfn-lint on the synthesized templates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import aws_s3 as s3
+
+from tests.infra.synth import STACK, Synthesized
+
+CFN_LINT_IGNORED = {
+    # CDK adds DependsOn from a resource to its role's DefaultPolicy even when a GetAtt of the
+    # role already orders them: harmless, and not ours to remove.
+    "W3005",
+}
+
+
+def acknowledgements(template: dict[str, Any]) -> list[dict[str, str]]:
+    """Acknowledged findings, as cdk-nag writes them into each resource's Metadata."""
+    found = []
+    for resource in template["Resources"].values():
+        found += resource.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", [])
+    # CDK's own CloudFormation checks acknowledge through the same channel; only ours count.
+    return [a for a in found if "AwsSolutions" in a["id"]]
+
+
+def test_the_platform_passes_aws_solutions_checks(platform: Synthesized) -> None:
+    """The synth itself fails on any unacknowledged finding: the fixture got this far."""
+    report = json.loads((platform.root / "cdk.out" / "validation-report.json").read_text())
+    assert all(r["conclusion"] == "success" for r in report["pluginReports"])
+
+
+def test_every_acknowledgement_carries_a_reason(platform: Synthesized) -> None:
+    found = acknowledgements(platform.template)
+    assert found
+    for acknowledgement in found:
+        assert len(acknowledgement["reason"]) >= 60, acknowledgement
+    rules = {a["id"].split("[")[0].split("::")[-1] for a in found}
+    assert rules == {
+        "AwsSolutions-IAM5",
+        "AwsSolutions-S1",
+        "AwsSolutions-SMG4",
+        "AwsSolutions-SQS3",
+        "AwsSolutions-APIG4",
+    }
+
+
+def test_an_unacknowledged_finding_fails_the_synth(tmp_path: Path, platform: Synthesized) -> None:
+    from infra.app import build_app
+
+    app = build_app(
+        context={"switchyard:root": str(platform.root), "aws:cdk:bundling-stacks": []},
+        outdir=str(tmp_path / "cdk.out"),
+    )
+    stack = app.node.find_child(STACK)
+    s3.Bucket(stack, "UnloggedBucket", enforce_ssl=True)  # AwsSolutions-S1, not acknowledged
+    with pytest.raises(RuntimeError, match="AwsSolutions-S1"):
+        app.synth()
+    report = json.loads((tmp_path / "cdk.out" / "validation-report.json").read_text())
+    violations = [v for r in report["pluginReports"] for v in r["violations"]]
+    assert [v["ruleName"] for v in violations] == ["AwsSolutions-S1"]
+    assert "UnloggedBucket" in violations[0]["violatingConstructs"][0]["constructPath"]
+
+
+@pytest.mark.parametrize("which", ["platform", "corpus"])
+def test_cfn_lint_passes(which: str, request: pytest.FixtureRequest) -> None:
+    from cfnlint.api import ManualArgs, lint
+
+    synthesized: Synthesized = request.getfixturevalue(which)
+    path = synthesized.root / "cdk.out" / f"{STACK}.template.json"
+    matches = lint(
+        path.read_text(),
+        config=ManualArgs(regions=["us-east-1"], ignore_checks=sorted(CFN_LINT_IGNORED)),
+    )
+    assert [f"{m.rule.id} {m.message}" for m in matches] == []

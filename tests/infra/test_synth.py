@@ -1,0 +1,471 @@
+"""The synthesized platform: every resource family, checked on the template CloudFormation gets."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match, Template
+
+from switchyard.constants import (
+    API_KEY_SECRET_ENV,
+    BUDGET_TABLE_ENV,
+    DATABASE_SECRET_ARN_ENV,
+    FUNCTION_SPECS,
+    IDEMPOTENCY_TABLE_ENV,
+    OUTPUT_BUCKET_ENV,
+    POWERTOOLS_METRICS_NAMESPACE_ENV,
+    POWERTOOLS_SERVICE_NAME_ENV,
+    WEBHOOK_SECRET_ENV,
+    Placement,
+)
+from switchyard.contract import placeholders_in
+from tests.infra.resolve import FakeAws, machines_by_workflow
+from tests.infra.synth import Synthesized
+
+
+@pytest.fixture(scope="module")
+def template(platform: Synthesized) -> Template:
+    return Template.from_json(platform.template)
+
+
+def functions_by_folder(platform: Synthesized) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {}
+    for resource in platform.resources("AWS::Lambda::Function").values():
+        tags = {t["Key"]: t["Value"] for t in resource["Properties"].get("Tags", [])}
+        found.setdefault(tags["switchyard:function"], []).append(resource["Properties"])
+    return found
+
+
+# --- functions and layer -----------------------------------------------------------------------
+
+
+def test_every_declared_function_is_deployed_on_python_314_arm64_with_tracing(
+    platform: Synthesized,
+) -> None:
+    deployed = functions_by_folder(platform)
+    assert set(deployed) == {s.name for s in FUNCTION_SPECS} | {"migrate", "webhook_trigger"}
+    assert len(deployed["webhook_trigger"]) == 2  # one per webhook trigger of the showcase
+    for properties in (p for group in deployed.values() for p in group):
+        assert properties["Runtime"] == "python3.14"
+        assert properties["Architectures"] == ["arm64"]
+        assert properties["TracingConfig"] == {"Mode": "Active"}
+        assert properties["Handler"] == "handler.handler"
+        assert len(properties["Layers"]) == 1
+        assert "LogGroup" in properties["LoggingConfig"]
+        env = properties["Environment"]["Variables"]
+        assert env[POWERTOOLS_SERVICE_NAME_ENV] == "switchyard"
+        assert env[POWERTOOLS_METRICS_NAMESPACE_ENV] == "Switchyard"
+
+
+def test_functions_follow_the_table_for_memory_timeout_concurrency_and_placement(
+    platform: Synthesized,
+) -> None:
+    deployed = functions_by_folder(platform)
+    for spec in FUNCTION_SPECS:
+        (properties,) = deployed[spec.name]
+        assert properties["MemorySize"] == spec.memory_mb
+        assert properties["Timeout"] == spec.timeout_seconds
+        assert properties.get("ReservedConcurrentExecutions") == spec.reserved_concurrency
+        assert ("VpcConfig" in properties) == (spec.placement is Placement.VPC), spec.name
+        env = properties["Environment"]["Variables"]
+        assert (DATABASE_SECRET_ARN_ENV in env) == spec.uses_database, spec.name
+    agent = deployed["agent_step"][0]["Environment"]["Variables"]
+    for name in (IDEMPOTENCY_TABLE_ENV, BUDGET_TABLE_ENV, OUTPUT_BUCKET_ENV, API_KEY_SECRET_ENV):
+        assert name in agent
+
+
+def test_each_function_has_its_own_encrypted_log_group_with_retention(
+    platform: Synthesized,
+) -> None:
+    groups = platform.resources("AWS::Logs::LogGroup")
+    for properties in (p for g in functions_by_folder(platform).values() for p in g):
+        group = groups[properties["LoggingConfig"]["LogGroup"]["Ref"]]["Properties"]
+        assert group["RetentionInDays"] == 30
+        assert "KmsKeyId" in group
+
+
+def test_the_layer_is_for_python_314_on_arm64(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::Lambda::LayerVersion",
+        {"CompatibleRuntimes": ["python3.14"], "CompatibleArchitectures": ["arm64"]},
+    )
+
+
+# --- state ---------------------------------------------------------------------------------------
+
+
+def test_aurora_serverless_v2_scales_to_zero_encrypted_with_a_secret(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::RDS::DBCluster",
+        {
+            "Engine": "aurora-postgresql",
+            "StorageEncrypted": True,
+            "KmsKeyId": Match.any_value(),
+            "DeletionProtection": True,
+            "ServerlessV2ScalingConfiguration": {
+                "MinCapacity": 0,
+                "MaxCapacity": 4,
+                "SecondsUntilAutoPause": 600,
+            },
+            "MasterUserPassword": Match.object_like(
+                {"Fn::Join": Match.array_with([Match.array_with(["{{resolve:secretsmanager:"])])}
+            ),
+        },
+    )
+    template.has_resource_properties("AWS::RDS::DBInstance", {"DBInstanceClass": "db.serverless"})
+    template.resource_count_is("AWS::SecretsManager::RotationSchedule", 1)
+
+
+def test_migrations_run_on_deploy_through_the_migrate_function(platform: Synthesized) -> None:
+    (migrations,) = platform.resources("Custom::SwitchyardSchemaMigrations").values()
+    token = migrations["Properties"]["ServiceToken"]["Fn::GetAtt"][0]
+    function = platform.template["Resources"][token]["Properties"]
+    assert {"Key": "switchyard:function", "Value": "migrate"} in function["Tags"]
+    assert len(migrations["Properties"]["MigrationsHash"]) == 64
+
+
+@pytest.mark.parametrize(
+    ("key", "ttl"), [("id", "expiration"), ("pk", None)], ids=["idempotency", "budget"]
+)
+def test_dynamodb_tables_have_the_keys_the_stores_expect(
+    platform: Synthesized, key: str, ttl: str | None
+) -> None:
+    tables = [
+        t["Properties"]
+        for t in platform.resources("AWS::DynamoDB::Table").values()
+        if t["Properties"]["KeySchema"] == [{"AttributeName": key, "KeyType": "HASH"}]
+    ]
+    (table,) = tables
+    assert table["BillingMode"] == "PAY_PER_REQUEST"
+    assert table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+    assert table["SSESpecification"]["SSEEnabled"] is True
+    assert table["SSESpecification"]["SSEType"] == "KMS"
+    if ttl:
+        assert table["TimeToLiveSpecification"] == {"AttributeName": ttl, "Enabled": True}
+    else:
+        assert "TimeToLiveSpecification" not in table
+
+
+def test_output_bucket_is_encrypted_private_tls_only_and_expires_objects(
+    template: Template,
+) -> None:
+    template.has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "BucketEncryption": {
+                "ServerSideEncryptionConfiguration": [
+                    Match.object_like(
+                        {
+                            "BucketKeyEnabled": True,
+                            "ServerSideEncryptionByDefault": Match.object_like(
+                                {"SSEAlgorithm": "aws:kms"}
+                            ),
+                        }
+                    )
+                ]
+            },
+            "PublicAccessBlockConfiguration": Match.object_like({"BlockPublicAcls": True}),
+            "LifecycleConfiguration": {
+                "Rules": [Match.object_like({"ExpirationInDays": 90, "Status": "Enabled"})]
+            },
+        },
+    )
+    template.has_resource_properties(
+        "AWS::S3::BucketPolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Effect": "Deny",
+                                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                            }
+                        )
+                    ]
+                )
+            }
+        },
+    )
+
+
+def test_the_vpc_has_one_nat_gateway_and_free_gateway_endpoints(template: Template) -> None:
+    template.resource_count_is("AWS::EC2::NatGateway", 1)
+    template.resource_count_is("AWS::EC2::VPCEndpoint", 2)
+    template.has_resource_properties("AWS::EC2::VPCEndpoint", {"VpcEndpointType": "Gateway"})
+
+
+# --- workflows -----------------------------------------------------------------------------------
+
+
+def test_one_standard_machine_per_workflow_logging_all_without_data_and_traced(
+    platform: Synthesized,
+) -> None:
+    machines = machines_by_workflow(platform.template)
+    assert set(machines) == {
+        "content-moderation",
+        "customer-support",
+        "document-processing",
+        "summarize-document",
+        "trigger-showcase",
+    }
+    for logical_id in machines.values():
+        properties = platform.template["Resources"][logical_id]["Properties"]
+        assert properties["StateMachineType"] == "STANDARD"
+        assert properties["LoggingConfiguration"]["Level"] == "ALL"
+        assert properties["LoggingConfiguration"]["IncludeExecutionData"] is False
+        assert properties["TracingConfiguration"] == {"Enabled": True}
+
+
+def test_every_placeholder_has_a_substitution_and_none_is_left(platform: Synthesized) -> None:
+    fake = FakeAws(platform.template)
+    for name, logical_id in machines_by_workflow(platform.template).items():
+        properties = platform.template["Resources"][logical_id]["Properties"]
+        assert set(placeholders_in(properties["DefinitionString"])) == set(
+            properties["DefinitionSubstitutions"]
+        ), name
+        resolved = fake.definition(logical_id)
+        assert "${" not in resolved, name
+        json.loads(resolved)
+
+
+def test_a_pinned_sub_workflow_resolves_to_the_childs_version_alias(
+    platform: Synthesized,
+) -> None:
+    machines = machines_by_workflow(platform.template)
+    resources = platform.template["Resources"]
+    parent = resources[machines["document-processing"]]["Properties"]
+    alias_id = parent["DefinitionSubstitutions"]["SummarizeDocumentV1StateMachineArn"]["Fn::GetAtt"]
+    alias = resources[alias_id[0]]["Properties"]
+    assert alias["Name"] == "v1"
+    version_id = alias["RoutingConfiguration"][0]["StateMachineVersionArn"]["Fn::GetAtt"][0]
+    version = resources[version_id]["Properties"]
+    assert version["StateMachineArn"] == {"Ref": machines["summarize-document"]}
+
+
+def test_each_workflow_publishes_a_retained_version_and_new_runs_start_on_live(
+    platform: Synthesized,
+) -> None:
+    resources = platform.template["Resources"]
+    versions = platform.resources("AWS::StepFunctions::StateMachineVersion")
+    by_machine = {v["Properties"]["StateMachineArn"]["Ref"]: k for k, v in versions.items()}
+    aliases = platform.resources("AWS::StepFunctions::StateMachineAlias").values()
+    for name, logical_id in machines_by_workflow(platform.template).items():
+        version_id = by_machine[logical_id]
+        version = resources[version_id]
+        assert version["DeletionPolicy"] == "Retain"
+        assert version["UpdateReplacePolicy"] == "Retain"
+        assert version["Properties"]["StateMachineRevisionId"] == {
+            "Fn::GetAtt": [logical_id, "StateMachineRevisionId"]
+        }
+        live = [
+            a
+            for a in aliases
+            if a["Properties"]["Name"] == "live"
+            and a["Properties"]["RoutingConfiguration"]
+            == [{"StateMachineVersionArn": {"Fn::GetAtt": [version_id, "Arn"]}, "Weight": 100}]
+        ]
+        assert len(live) == 1, name
+    pinned = [a for a in aliases if a["Properties"]["Name"] != "live"]
+    assert [a["Properties"]["Name"] for a in pinned] == ["v1"]  # summarize-document@1 only
+
+
+def _statements(platform: Synthesized, role_fragment: str) -> list[dict[str, Any]]:
+    (policy,) = [
+        p["Properties"]["PolicyDocument"]["Statement"]
+        for k, p in platform.resources("AWS::IAM::Policy").items()
+        if role_fragment in k
+    ]
+    return list(policy)
+
+
+def test_a_workflow_role_may_call_only_its_functions_its_child_and_its_dlq(
+    platform: Synthesized,
+) -> None:
+    statements = _statements(platform, "WorkflowsDocumentProcessingRole")
+    by_action = {json.dumps(s["Action"]): s["Resource"] for s in statements}
+    invoked = by_action['"lambda:InvokeFunction"']
+    functions = sorted({r["Fn::GetAtt"][0] for r in invoked if "Fn::GetAtt" in r})
+    assert [f.removeprefix("Functions")[:-8] for f in functions] == [
+        "AgentStep",
+        "ApprovalNotify",
+        "Render",
+        "RunStart",
+        "ToolStep",
+    ]  # no router_step: document-processing has no LLM router
+    assert by_action['"sqs:SendMessage"']["Fn::GetAtt"][0].startswith("WorkflowsStepDeadLetters")
+    start = by_action['"states:StartExecution"']
+    assert start["Fn::GetAtt"][0].startswith("WorkflowsSummarizeDocumentV1")
+    describe = json.dumps(by_action['["states:DescribeExecution", "states:StopExecution"]'])
+    assert ":execution:" in describe and "WorkflowsSummarizeDocument" in describe
+    rule = json.dumps(by_action['["events:PutTargets", "events:PutRule", "events:DescribeRule"]'])
+    assert "rule/StepFunctionsGetEventsForStepFunctionsExecutionManagedRule" in rule
+    wildcard_actions = [
+        a
+        for s in statements
+        for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+        if "*" in a
+    ]
+    assert wildcard_actions == []
+
+
+def test_a_workflow_without_children_gets_no_states_or_events_permissions(
+    platform: Synthesized,
+) -> None:
+    actions = json.dumps(
+        [s["Action"] for s in _statements(platform, "WorkflowsCustomerSupportRole")]
+    )
+    assert "states:StartExecution" not in actions
+    assert "events:PutRule" not in actions
+    assert "router_step" not in actions
+
+
+def test_no_policy_grants_wildcard_actions_on_data(platform: Synthesized) -> None:
+    data_services = ("dynamodb:", "s3:", "sqs:", "secretsmanager:", "kms:", "states:", "lambda:")
+    for logical_id, policy in platform.resources("AWS::IAM::Policy").items():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"]
+            for action in actions if isinstance(actions, list) else [actions]:
+                if action.startswith(data_services):
+                    assert "*" not in action, f"{logical_id}: {action}"
+
+
+# --- triggers ------------------------------------------------------------------------------------
+
+
+def test_schedules_translate_cron_with_timezone_and_split_or_days(template: Template) -> None:
+    schedules = template.find_resources("AWS::Scheduler::Schedule")
+    expressions = sorted(s["Properties"]["ScheduleExpression"] for s in schedules.values())
+    assert expressions == ["cron(30 8 1 * ? *)", "cron(30 8 ? * 2-6 *)"]
+    for schedule in schedules.values():
+        properties = schedule["Properties"]
+        assert properties["ScheduleExpressionTimezone"] == "Europe/Berlin"
+        assert "<aws.scheduler.scheduled-time>" in properties["Target"]["Input"]
+        assert "DeadLetterConfig" in properties["Target"]
+
+
+def test_event_triggers_are_rules_on_the_switchyard_bus_with_a_dlq(template: Template) -> None:
+    template.has_resource_properties("AWS::Events::EventBus", {"Name": "switchyard"})
+    template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "EventBusName": Match.any_value(),
+            "EventPattern": {"source": ["shop.tickets"], "detail-type": ["TicketCreated"]},
+            "Targets": [
+                Match.object_like(
+                    {"DeadLetterConfig": Match.any_value(), "RoleArn": Match.any_value()}
+                )
+            ],
+        },
+    )
+
+
+def test_queue_triggers_are_pipes_from_a_queue_with_redrive(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::SQS::Queue",
+        {
+            "QueueName": "Switchyard-tickets",
+            "SqsManagedSseEnabled": True,
+            "RedrivePolicy": Match.object_like({"maxReceiveCount": 5}),
+        },
+    )
+    template.has_resource_properties(
+        "AWS::Pipes::Pipe",
+        {
+            "SourceParameters": {"SqsQueueParameters": {"BatchSize": 1}},
+            "TargetParameters": {
+                "StepFunctionStateMachineParameters": {"InvocationType": "REQUEST_RESPONSE"}
+            },
+        },
+    )
+
+
+def test_starters_are_express_machines_that_start_the_live_alias(platform: Synthesized) -> None:
+    starters = machines_by_workflow(platform.template, kind="EXPRESS")
+    assert sorted(starters) == [
+        "content-moderation-event-0",
+        "trigger-showcase-event-1",
+        "trigger-showcase-queue-2",
+        "trigger-showcase-schedule-0",
+    ]
+    resources = platform.template["Resources"]
+    for logical_id in starters.values():
+        substitutions = resources[logical_id]["Properties"]["DefinitionSubstitutions"]
+        alias = resources[substitutions["WorkflowArn"]["Fn::GetAtt"][0]]
+        assert alias["Properties"]["Name"] == "live"
+
+
+def test_webhooks_are_unsigned_routes_to_one_verifying_function_each(
+    platform: Synthesized,
+) -> None:
+    routes = {
+        r["Properties"]["RouteKey"]: r["Properties"]
+        for r in platform.resources("AWS::ApiGatewayV2::Route").values()
+    }
+    assert routes["POST /webhooks/trigger-showcase/0"]["AuthorizationType"] == "NONE"
+    assert routes["POST /webhooks/trigger-showcase/1"]["AuthorizationType"] == "NONE"
+    secrets = sorted(
+        json.dumps(p["Environment"]["Variables"][WEBHOOK_SECRET_ENV])
+        for p in functions_by_folder(platform)["webhook_trigger"]
+    )
+    # env:SHOP_WEBHOOK_SECRET became a generated Secrets Manager secret; secret: stays by name.
+    assert any('"secret:", {"Ref": "TriggersTriggerShowcaseWebhook3Secret' in s for s in secrets)
+    assert '"secret:shop/webhook-key"' in secrets
+
+
+def test_every_trigger_and_the_steps_have_a_dead_letter_queue(platform: Synthesized) -> None:
+    queues = [k for k in platform.resources("AWS::SQS::Queue") if "DeadLetters" in k]
+    # steps + content-moderation event + showcase schedule, event, queue, two webhooks
+    assert len(queues) == 7
+
+
+# --- API and monitoring -----------------------------------------------------------------------
+
+
+def test_run_submission_is_iam_signed_and_goes_straight_to_step_functions(
+    platform: Synthesized,
+) -> None:
+    routes = {
+        r["Properties"]["RouteKey"]: r["Properties"]
+        for r in platform.resources("AWS::ApiGatewayV2::Route").values()
+    }
+    for workflow in machines_by_workflow(platform.template):
+        assert routes[f"POST /workflows/{workflow}/runs"]["AuthorizationType"] == "AWS_IAM"
+    integrations = [
+        i["Properties"]
+        for i in platform.resources("AWS::ApiGatewayV2::Integration").values()
+        if i["Properties"].get("IntegrationSubtype") == "StepFunctions-StartExecution"
+    ]
+    assert len(integrations) == 5
+    for integration in integrations:
+        assert integration["RequestParameters"]["Name"] == "$request.header.Idempotency-Key"
+    Template.from_json(platform.template).has_resource_properties(
+        "AWS::ApiGatewayV2::Stage", {"AccessLogSettings": Match.any_value()}
+    )
+
+
+def test_monitoring_has_a_dashboard_and_the_four_kinds_of_alarm(platform: Synthesized) -> None:
+    template = Template.from_json(platform.template)
+    template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
+    alarms = platform.resources("AWS::CloudWatch::Alarm")
+    text = json.dumps(alarms)
+    assert 'SELECT SUM(ExecutionsFailed) FROM SCHEMA(\\"AWS/States\\", StateMachineArn)' in text
+    assert "GateTimeouts" in text and "BudgetPauses" in text
+    depth = [a for a in alarms.values() if "ApproximateNumberOfMessagesVisible" in json.dumps(a)]
+    assert len(depth) == 7
+    for alarm in alarms.values():
+        assert alarm["Properties"]["AlarmActions"]
+    filters = platform.resources("AWS::Logs::MetricFilter").values()
+    assert len(filters) == 2 * 5
+    body = json.dumps(platform.resources("AWS::CloudWatch::Dashboard"))
+    for metric in ("ExecutionsStarted", "ExecutionsSucceeded", "InputTokens", "CostUsd"):
+        assert metric in body
+
+
+def test_the_stack_stays_under_the_cloudformation_resource_limit(
+    platform: Synthesized, corpus: Synthesized
+) -> None:
+    assert len(platform.template["Resources"]) < 500
+    assert len(corpus.template["Resources"]) < 500, "split workflows into nested stacks"
