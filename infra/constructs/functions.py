@@ -49,7 +49,6 @@ from switchyard.constants import (
     POWERTOOLS_METRICS_NAMESPACE_ENV,
     POWERTOOLS_SERVICE_NAME_ENV,
     POWERTOOLS_TRACER_CAPTURE_RESPONSE_ENV,
-    SERVICE_NAME,
     WEBHOOK_FUNCTION,
     FunctionSpec,
     Placement,
@@ -75,9 +74,10 @@ class MissingHandlerError(FileNotFoundError):
     pass
 
 
-def powertools_environment() -> dict[str, str]:
+def powertools_environment(function: str) -> dict[str, str]:
+    """Service name = the function's folder: the `service` dimension of its metrics."""
     return {
-        POWERTOOLS_SERVICE_NAME_ENV: SERVICE_NAME,
+        POWERTOOLS_SERVICE_NAME_ENV: function,
         POWERTOOLS_LOG_LEVEL_ENV: "INFO",
         POWERTOOLS_METRICS_NAMESPACE_ENV: METRICS_NAMESPACE,
         POWERTOOLS_TRACER_CAPTURE_RESPONSE_ENV: "false",
@@ -173,7 +173,7 @@ class Functions(Construct):
         )
         acknowledge(role, f"IAM5[Resource::{token(log_group)}:*]", LOG_STREAMS)
         acknowledge(role, "IAM5[Resource::*]", UNSCOPED_ACTIONS)
-        env = {**powertools_environment(), **environment}
+        env = {**powertools_environment(spec.name), **environment}
         network: dict[str, Any] = {}
         if spec.placement is Placement.VPC:
             network = {

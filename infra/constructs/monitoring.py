@@ -27,7 +27,6 @@ from infra.constructs.state_store import StateStore
 from infra.constructs.workflows import DeployedWorkflow
 from switchyard.constants import (
     METRICS_NAMESPACE,
-    SERVICE_NAME,
     Metric,
     MetricDimension,
 )
@@ -47,8 +46,7 @@ def _search(metric: Metric, statistic: str, label: str) -> cloudwatch.MathExpres
     dims = f"{MetricDimension.SERVICE},{MetricDimension.WORKFLOW}"
     return cloudwatch.MathExpression(
         expression=(
-            f'SEARCH(\'{{{METRICS_NAMESPACE},{dims}}} MetricName="{metric}" '
-            f"{MetricDimension.SERVICE}=\"{SERVICE_NAME}\"', '{statistic}', 300)"
+            f"SEARCH('{{{METRICS_NAMESPACE},{dims}}} MetricName=\"{metric}\"', '{statistic}', 300)"
         ),
         label=label,
         period=PERIOD,

@@ -84,30 +84,27 @@ POWERTOOLS_TRACER_CAPTURE_RESPONSE_ENV = "POWERTOOLS_TRACER_CAPTURE_RESPONSE"
 POWERTOOLS_LOGGER_LOG_EVENT_ENV = "POWERTOOLS_LOGGER_LOG_EVENT"
 """`false`: events carry prompts and task tokens, which must not reach logs."""
 
-SERVICE_NAME = "switchyard"
-"""Powertools service name of every function: the `service` dimension of every metric."""
-
 # --- metrics ----------------------------------------------------------------------------------
 
-METRICS_NAMESPACE = "Switchyard"
+METRICS_NAMESPACE = "switchyard"
 
 
 class Metric(StrEnum):
     """Metric names in `METRICS_NAMESPACE`.
 
-    The functions emit the first group with Powertools (dimensions `service` and `workflow`, and
-    `step_type` for `STEP_DURATION`); the step runtime does not emit them yet, so the dashboard
-    shows them once the handlers do. The second group comes from metric filters that the stack
-    puts on each state machine's log group (no dimension: a metric filter cannot add a literal
-    one; the execution log says which workflow), so it needs no function code.
+    The step functions emit the first group with Powertools, dimensions `service` (the function's
+    folder name, e.g. `agent_step`) and `workflow`; `STEP_DURATION` is not emitted yet (the
+    dashboard shows Lambda's own duration meanwhile). The second group comes from metric filters
+    that the stack puts on each workflow's execution log, so it needs no function code; a metric
+    filter cannot add a literal dimension, so these have none (the execution log says where).
     """
 
-    STEP_DURATION = "StepDuration"
-    """Milliseconds of one attempt of an agent, tool or router step."""
     INPUT_TOKENS = "InputTokens"
     OUTPUT_TOKENS = "OutputTokens"
-    COST_USD = "CostUsd"
+    COST_USD = "StepCostUSD"
     """Dollars spent by one step attempt (unit None: CloudWatch has no currency unit)."""
+    STEP_DURATION = "StepDuration"
+    """Milliseconds of one attempt of an agent, tool or router step (not emitted yet)."""
 
     GATE_TIMEOUTS = "GateTimeouts"
     """A waitForTaskToken gate waited past its timeout (TaskTimedOut in the execution log)."""

@@ -55,8 +55,9 @@ def test_every_declared_function_is_deployed_on_python_314_arm64_with_tracing(
         assert len(properties["Layers"]) == 1
         assert "LogGroup" in properties["LoggingConfig"]
         env = properties["Environment"]["Variables"]
-        assert env[POWERTOOLS_SERVICE_NAME_ENV] == "switchyard"
-        assert env[POWERTOOLS_METRICS_NAMESPACE_ENV] == "Switchyard"
+        tags = {t["Key"]: t["Value"] for t in properties["Tags"]}
+        assert env[POWERTOOLS_SERVICE_NAME_ENV] == tags["switchyard:function"]
+        assert env[POWERTOOLS_METRICS_NAMESPACE_ENV] == "switchyard"
 
 
 def test_functions_follow_the_table_for_memory_timeout_concurrency_and_placement(
@@ -460,7 +461,7 @@ def test_monitoring_has_a_dashboard_and_the_four_kinds_of_alarm(platform: Synthe
     filters = platform.resources("AWS::Logs::MetricFilter").values()
     assert len(filters) == 2 * 5
     body = json.dumps(platform.resources("AWS::CloudWatch::Dashboard"))
-    for metric in ("ExecutionsStarted", "ExecutionsSucceeded", "InputTokens", "CostUsd"):
+    for metric in ("ExecutionsStarted", "ExecutionsSucceeded", "InputTokens", "StepCostUSD"):
         assert metric in body
 
 
