@@ -10,15 +10,14 @@ of a failed deploy applies only what is missing.
 from __future__ import annotations
 
 import json
-import os
 import urllib.request
 from typing import Any
 
-import boto3  # type: ignore[import-untyped]
 import psycopg
 from aws_lambda_powertools import Logger
 
 from switchyard.constants import DATABASE_SECRET_ARN_ENV
+from switchyard.runtime.wiring import database_conninfo
 from switchyard.stores.migrate import apply_migrations
 
 logger = Logger()
@@ -26,23 +25,11 @@ CONNECT_TIMEOUT_SECONDS = 60
 """A paused Aurora Serverless v2 cluster (0 ACU) takes about 15 s to resume on connect."""
 
 
-def conninfo_from_secret(secret: dict[str, Any]) -> str:
-    """A libpq conninfo from an RDS secret (host, port, dbname, username, password)."""
-    return psycopg.conninfo.make_conninfo(
-        host=secret["host"],
-        port=str(secret.get("port", 5432)),
-        dbname=secret.get("dbname", "postgres"),
-        user=secret["username"],
-        password=secret["password"],
-        sslmode="require",
-        connect_timeout=str(CONNECT_TIMEOUT_SECONDS),
-    )
-
-
 def migrate() -> list[int]:
-    secret_arn = os.environ[DATABASE_SECRET_ARN_ENV]
-    value = boto3.client("secretsmanager").get_secret_value(SecretId=secret_arn)["SecretString"]
-    with psycopg.connect(conninfo_from_secret(json.loads(value))) as conn:
+    conninfo = database_conninfo()
+    if conninfo is None:
+        raise RuntimeError(f"migrate needs {DATABASE_SECRET_ARN_ENV} (the cluster's secret)")
+    with psycopg.connect(conninfo, connect_timeout=CONNECT_TIMEOUT_SECONDS) as conn:
         return apply_migrations(conn)
 
 

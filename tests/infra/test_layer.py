@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
+import sys
 import tomllib
 from pathlib import Path
 
@@ -89,3 +91,65 @@ def test_a_real_build_has_arm64_wheels_the_library_and_nothing_local_only(
     size = sum(p.stat().st_size for p in python.rglob("*") if p.is_file())
     assert size < 200 * 1024 * 1024  # Lambda: 250 MB unzipped for function and layers
     assert layer_build.build(root, cache=cache) == folder  # cached by content
+
+
+LAYER_MODULES = {
+    # import name -> the requirement in requirements.in that provides it
+    "pydantic": "pydantic",
+    "pydantic_core": "pydantic",
+    "yaml": "pyyaml",
+    "jinja2": "jinja2",
+    "jsonschema_rs": "jsonschema-rs",
+    "anthropic": "anthropic",
+    "boto3": "boto3",
+    "botocore": "boto3",
+    "aws_lambda_powertools": "aws-lambda-powertools",
+    "aws_xray_sdk": "aws-lambda-powertools",
+    "httpx": "httpx",
+    "psycopg": "psycopg",
+    "psycopg_pool": "psycopg",
+}
+
+
+def _imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def _module_file(name: str) -> Path | None:
+    path = REPO / "layers" / Path(*name.split("."))
+    for candidate in (path / "__init__.py", path.with_suffix(".py")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def test_everything_the_handlers_import_is_in_the_layer() -> None:
+    """Follow the imports of every functions/*/handler.py through the library: each third-party
+    module reached must come from the layer (and pgserver or jsonpath_ng must not be reached)."""
+    seen: set[Path] = set()
+    todo = sorted(REPO.glob("functions/*/handler.py"))
+    third_party: dict[str, Path] = {}
+    while todo:
+        path = todo.pop()
+        for name in _imports(path):
+            top = name.split(".")[0]
+            if top == "switchyard":
+                found = _module_file(name)
+                if found is not None and found not in seen:
+                    seen.add(found)
+                    todo.append(found)
+            elif top not in sys.stdlib_module_names:
+                third_party.setdefault(top, path)
+    missing = {
+        m: str(p.relative_to(REPO)) for m, p in third_party.items() if m not in LAYER_MODULES
+    }
+    assert missing == {}
+    layer = {_name(r) for r in layer_build.requirements()}
+    assert {LAYER_MODULES[m] for m in third_party} <= layer
