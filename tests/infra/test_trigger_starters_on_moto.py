@@ -11,7 +11,7 @@ import boto3
 import pytest
 
 from infra.translate.starter import StarterSpec, execution_name
-from tests.infra.resolve import FakeAws, machines_by_workflow
+from tests.infra.resolve import machines_by_workflow
 from tests.infra.synth import Synthesized
 from tests.scenarios.harness.moto_runner import REGION, ROLE, moto_step_functions
 from tests.scenarios.harness.scripted import ScriptedFunctions
@@ -32,7 +32,6 @@ def _finish(sfn: Any, execution: str) -> dict[str, Any]:
 
 
 def _starter_text(platform: Synthesized, key: str, workflow_arn: str, dlq_url: str) -> str:
-    fake = FakeAws(platform.template)
     logical_id = machines_by_workflow(platform.template, kind="EXPRESS")[key]
     properties = platform.template["Resources"][logical_id]["Properties"]
     text = str(properties["DefinitionString"])
@@ -40,7 +39,6 @@ def _starter_text(platform: Synthesized, key: str, workflow_arn: str, dlq_url: s
         value = {"WorkflowArn": workflow_arn, "DeadLetterQueueUrl": dlq_url}[name]
         text = text.replace("${" + name + "}", value)
     assert "${" not in text
-    del fake
     return text
 
 
