@@ -1,0 +1,206 @@
+"""Where the engine's time goes in benchmarks (a) to (c): a py-spy profile by thread and category,
+and the SQL statements one 3-step run sends.
+
+    .venv/bin/pip install py-spy     # into the project's venv; not a project dependency
+    .venv/bin/python benchmarks/engine_profile.py record [--out /tmp/engine-profile.txt]
+    .venv/bin/python benchmarks/engine_profile.py summarize /tmp/engine-profile.txt
+    .venv/bin/python benchmarks/engine_profile.py statements [--runs 20]
+
+`record` samples every thread 1,000 times a second, idle or not (`py-spy --idle`), while
+`benchmarks/engine.py --only a,b,c --peers none` runs. Each sample goes to the category of its
+innermost recognised frame: waiting on PostgreSQL (blocked in psycopg's `Connection.wait`: the
+server's work, the WAL fsync, loopback I/O), psycopg's Python side (building and parsing protocol
+messages), JSON, the interpreter (ASL evaluation, events), the store (rows from transitions),
+thread hand-offs (queues, futures, conditions), and the coordinator's own code. Sampling slows the
+engine a little: read shares, not latencies, from it.
+
+`statements` sets `log_statement = all` on a fresh database only, runs 3-step workflows one at a
+time, and counts what each connection sent (the server log is read from `--log`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from peers.common import DEFAULT_SERVER, fresh_database
+
+HERE = Path(__file__).resolve().parent
+IDLE = "idle: waiting for work"
+PG_WAIT = "PostgreSQL: waiting for the server (execution, commit fsync, I/O)"
+PSYCOPG = "psycopg: building/parsing messages (Python)"
+JSON = "JSON encode/decode"
+INTERPRETER = "interpreter: ASL evaluation, events"
+STORE = "store/records: rows from transitions"
+HANDOFF = "thread hand-offs: queues, futures, conditions"
+COORDINATOR = "coordinator code (engine.py)"
+DISPATCH = "dispatch: Lambda context, handler call"
+OTHER = "other"
+_RULES: list[tuple[str, str]] = [
+    ("psycopg/", PSYCOPG),
+    ("json/", JSON),
+    ("switchyard/engine/interpreter/", INTERPRETER),
+    ("switchyard/engine/asl/", INTERPRETER),
+    ("switchyard/engine/store/", STORE),
+    ("switchyard/engine/records.py", STORE),
+    ("switchyard/engine/dispatch/", DISPATCH),
+    ("queue.py", HANDOFF),
+    ("concurrent/futures/", HANDOFF),
+    ("threading.py", HANDOFF),
+    ("switchyard/engine/engine.py", COORDINATOR),
+]
+_FRAME = re.compile(r"^(?P<name>.*?) \((?P<file>[^:()]*):\d+\)$")
+
+
+def thread_group(first: str) -> str:
+    name = first.split(": ", 1)[1] if ": " in first else "MainThread"
+    if name.startswith("switchyard-task"):
+        return "workers (switchyard-task-*)"
+    if name == "switchyard-engine":
+        return "coordinator (switchyard-engine)"
+    if name.startswith("pool-"):
+        return "connection pool threads"
+    return name
+
+
+def categorize(frames: list[str]) -> str:
+    parsed = [_FRAME.match(frame) for frame in frames]
+    names = [m.group("name") if m else frame for m, frame in zip(parsed, frames, strict=True)]
+    if any(n in ("Engine._take", "_WorkItem.run") for n in names) and not any(
+        "switchyard/engine/" in (m.group("file") if m else "")
+        for m in parsed[names.index("Engine._take") + 1 if "Engine._take" in names else 0 :]
+    ):
+        return IDLE
+    if names and names[-1] in ("Connection.wait", "AsyncConnection.wait"):
+        return PG_WAIT
+    if names and names[-1] in ("_worker", "SimpleQueue.get") and "Engine._loop" not in names:
+        return IDLE
+    for match in reversed(parsed):
+        if match is None:
+            continue
+        file = match.group("file")
+        for needle, category in _RULES:
+            if needle in file:
+                return category
+    return OTHER
+
+
+def summarize(raw: Path, rate: int) -> None:
+    by_thread: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for line in raw.read_text().splitlines():
+        if not line.strip():
+            continue
+        stack, count = line.rsplit(" ", 1)
+        frames = stack.split(";")
+        group = thread_group(frames[0])
+        by_thread[group][categorize(frames[1:])] += int(count)
+    for group in ("coordinator (switchyard-engine)", "workers (switchyard-task-*)"):
+        counter = by_thread.get(group)
+        if not counter:
+            continue
+        total = sum(counter.values())
+        busy = total - counter[IDLE]
+        print(f"{group}: {total / rate:.1f} s sampled, {busy / rate:.1f} s not idle")
+        for category, samples in counter.most_common():
+            share = samples / busy * 100 if category != IDLE else samples / total * 100
+            base = "of non-idle" if category != IDLE else "of all"
+            print(f"  {samples / rate:7.2f} s  {share:5.1f}% {base:11}  {category}")
+
+
+def record(args: argparse.Namespace) -> None:
+    spy = Path(sys.executable).parent / "py-spy"
+    command = [
+        str(spy), "record", "--idle", "--threads", "--nonblocking", "--format", "raw",
+        "-r", str(args.rate), "-o", str(args.out), "--",
+        sys.executable, str(HERE / "engine.py"), "--only", "a,b,c", "--peers", "none",
+        "--runs", str(args.runs), "--burst", str(args.burst), "--server", args.server,
+    ]  # fmt: skip
+    subprocess.run(command, check=True)
+    warmup = 30
+    transitions = (args.runs + warmup) * (11 + 4) + (args.burst + min(100, args.burst)) * 4
+    print(f"\n≈ {transitions} transitions in the profiled run")
+    summarize(args.out, args.rate)
+
+
+def statements(args: argparse.Namespace) -> None:
+    from engine_workloads import SwitchyardBench
+    from psycopg import connect, sql
+
+    log = Path(args.log)
+    offset = log.stat().st_size
+    with fresh_database(args.server, "bench_statements") as url:
+        name = url.rsplit("/", 1)[1]
+        with connect(url, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("ALTER DATABASE {} SET log_statement = 'all'").format(sql.Identifier(name))
+            )
+        bench = SwitchyardBench(url)
+        bench.start()
+        try:
+            bench.end_to_end(runs=5, warmup=0, prefix="warm")
+            time.sleep(0.5)
+            begin = log.stat().st_size
+            bench.end_to_end(runs=args.runs, warmup=0)
+            time.sleep(0.5)
+            end = log.stat().st_size
+        finally:
+            bench.close()
+    assert begin >= offset
+    with log.open("rb") as handle:
+        handle.seek(begin)
+        text = handle.read(end - begin).decode(errors="replace")
+    per_pid: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    marker = re.compile(rf"\[(\d+)\] \S*@{re.escape(name)} LOG:  (?:statement|execute [^:]+): (.*)")
+    for line in text.splitlines():
+        found = marker.search(line)
+        if found:
+            words = found.group(2).split()
+            kind = " ".join(words[:3]) if words[0].upper() in ("INSERT", "DELETE") else words[0]
+            if words[0].upper() == "UPDATE" or words[0].upper() == "SELECT":
+                kind = f"{words[0]} … {_table(found.group(2))}"
+            per_pid[found.group(1)][kind] += 1
+    for pid, counter in sorted(per_pid.items(), key=lambda item: -sum(item[1].values())):
+        total = sum(counter.values())
+        print(f"connection {pid}: {total} statements = {total / args.runs:.1f} per 3-step run")
+        for kind, count in counter.most_common():
+            print(f"  {count / args.runs:5.1f}  {kind}")
+
+
+def _table(statement: str) -> str:
+    found = re.search(r"(?:FROM|UPDATE)\s+(\w+)", statement, re.IGNORECASE)
+    return found.group(1) if found else "?"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--server", default=DEFAULT_SERVER)
+    sub = parser.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record")
+    rec.add_argument("--out", type=Path, default=Path("/tmp/engine-profile.txt"))
+    rec.add_argument("--rate", type=int, default=1000)
+    rec.add_argument("--runs", type=int, default=200)
+    rec.add_argument("--burst", type=int, default=1000)
+    summ = sub.add_parser("summarize")
+    summ.add_argument("raw", type=Path)
+    summ.add_argument("--rate", type=int, default=1000)
+    stat = sub.add_parser("statements")
+    stat.add_argument("--runs", type=int, default=20)
+    stat.add_argument("--log", default="/var/log/postgresql/postgresql-15-main.log")
+    args = parser.parse_args()
+    if args.command == "record":
+        record(args)
+    elif args.command == "summarize":
+        summarize(args.raw, args.rate)
+    else:
+        statements(args)
+
+
+if __name__ == "__main__":
+    main()
