@@ -60,6 +60,7 @@ from switchyard.engine.interpreter import (
     TimerRequest,
     Transition,
 )
+from switchyard.engine.prefetch import IdPool, Prefetch
 from switchyard.engine.records import RunRecorder
 from switchyard.engine.store import EngineStore, ExecutionRow
 from switchyard.engine.timers import TimerHeap
@@ -128,6 +129,12 @@ class Engine:
         self._recorder: RunRecorder | None = None
         self._pool: ConnectionPool | None = None
         self._current_execution_id: int | None = None
+        self._ids = IdPool()
+        self._prefetch = Prefetch()
+        self._touched: set[int] = set()
+        """Executions a batch has loaded or changed: forgotten if the batch does not commit."""
+        self._inflight: dict[tuple[int, int, int], TaskRequest] = {}
+        """Dispatched tasks by (execution, frame, attempt), so a result needs no query."""
 
     # --- life cycle ----------------------------------------------------------------------------
 
@@ -230,6 +237,28 @@ class Engine:
         return commands
 
     def _process(self, commands: list[Command]) -> None:
+        """Apply a batch in one transaction, pipelined; if anything goes wrong, apply it again
+        command by command, each in a savepoint, so that a bad command loses only itself."""
+        assert self._conn is not None and self._store is not None
+        batch = _Batch()
+        self._touched.clear()
+        try:
+            with self._conn.pipeline(), self._conn.transaction():
+                self._prefetch = Prefetch.read(self._store, commands, self._ids)
+                for command in commands:
+                    self._apply_unguarded(command, batch)
+                self._store.write_transitions(batch.transitions)
+        except Exception:
+            log.debug("a batch of %d commands is applied again one by one", len(commands))
+            for execution_id in self._touched:
+                self._evict(execution_id)
+            self._process_one_by_one(commands)
+            return
+        finally:
+            self._prefetch = Prefetch()
+        self._after_commit(batch)
+
+    def _process_one_by_one(self, commands: list[Command]) -> None:
         assert self._conn is not None and self._store is not None
         batch = _Batch()
         try:
@@ -242,6 +271,18 @@ class Engine:
             self._after_failed_batch(commands, batch, exc)
             return
         self._after_commit(batch)
+
+    def _apply_unguarded(self, command: Command, batch: _Batch) -> None:
+        """Apply a command with no savepoint: an engine error (a bad request) is raised before
+        the command writes or changes anything, any other exception abandons the batch."""
+        try:
+            value = self._apply(command, batch)
+        except errors.EngineError as error:
+            batch.reply(command, error=error)
+            return
+        finally:
+            self._current_execution_id = None
+        batch.reply(command, value)
 
     def _apply_one(self, command: Command, batch: _Batch) -> None:
         assert self._conn is not None
@@ -287,51 +328,73 @@ class Engine:
 
     # --- executions ----------------------------------------------------------------------------
 
-    def _machine_for(self, arn: str) -> tuple[str, str, str | None, str]:
-        """(machine ARN, definition text, version ARN or None, definition hash) for a start."""
+    def _machine_for(self, arn: str) -> tuple[str, str | None, str]:
+        """(machine ARN, version ARN or None, definition hash) for a start."""
         assert self._store is not None
         base, qualifier = split_machine_arn(arn)
-        machine = self._store.machine(base)
-        if machine is None:
-            raise errors.StateMachineDoesNotExist(f"State Machine Does Not Exist: '{arn}'")
         if qualifier is None:
-            return base, machine.definition, None, machine.definition_hash
+            known, digest = self._prefetch.machine_hash(base)
+            if not known:
+                machine = self._store.machine(base)
+                digest = machine.definition_hash if machine else None
+            if digest is None:
+                raise errors.StateMachineDoesNotExist(f"State Machine Does Not Exist: '{arn}'")
+            return base, None, digest
+        if self._store.machine(base) is None:
+            raise errors.StateMachineDoesNotExist(f"State Machine Does Not Exist: '{arn}'")
         if qualifier.isdigit():
             version = self._store.version(arn)
             if version is None:
                 raise errors.StateMachineDoesNotExist(f"State Machine Does Not Exist: '{arn}'")
-            return base, version["definition"], arn, version["definition_hash"]
+            return base, arn, version["definition_hash"]
         alias = self._store.alias(arn)
         if alias is None:
             raise errors.ResourceNotFound(f"Resource not found: '{arn}'")
         target = max(alias["routing"], key=lambda r: r.get("weight", 0))["stateMachineVersionArn"]
         version = self._store.version(target)
-        assert version is not None
-        return base, version["definition"], target, version["definition_hash"]
+        if version is None:
+            raise errors.StateMachineDoesNotExist(f"State Machine Does Not Exist: '{target}'")
+        return base, target, version["definition_hash"]
 
-    def _parsed(self, digest: str, text: str) -> StateMachine:
+    def _parsed(self, digest: str) -> StateMachine:
         machine = self._machines.get(digest)
         if machine is None:
-            machine = parse_definition(text)
+            assert self._store is not None
+            machine = parse_definition(self._store.definition(digest))
             self._machines[digest] = machine
         return machine
 
+    def _existing(
+        self, machine_arn: str, name: str, arn: str
+    ) -> tuple[str, Any, datetime | None] | None:
+        """(status, input, start date) of the execution already under this name, if any."""
+        assert self._store is not None
+        cached = self._by_arn.get(arn)
+        if cached is not None:
+            execution = self._cache[cached]
+            return execution.status.value, execution.input, execution.started_at
+        known, row = self._prefetch.execution(machine_arn, name)
+        if not known:
+            row = self._store.execution_by_name(machine_arn, name)
+        return None if row is None else (row.status, row.input, row.started_at)
+
     def _start_execution(self, command: StartExecution, batch: _Batch) -> dict[str, Any]:
         assert self._store is not None and self._recorder is not None
-        base, text, version_arn, digest = self._machine_for(command.machine_arn)
+        base, version_arn, digest = self._machine_for(command.machine_arn)
         name = command.name or str(uuid.uuid4())
         if not re.match(_NAME, name):
             raise errors.InvalidName(f"Invalid Name: '{name}'")
         arn = self.arns.execution(machine_name(base), name)
-        existing = self._store.execution_by_name(base, name)
+        existing = self._existing(base, name, arn)
         if existing is not None:
-            if existing.status == "RUNNING" and existing.input == command.input:
-                return {"executionArn": existing.arn, "startDate": existing.started_at}
-            raise errors.ExecutionAlreadyExists(f"Execution Already Exists: '{existing.arn}'")
-        machine = self._parsed(digest, text)
+            status, data, started_at = existing
+            if status == "RUNNING" and data == command.input:
+                return {"executionArn": arn, "startDate": started_at}
+            raise errors.ExecutionAlreadyExists(f"Execution Already Exists: '{arn}'")
+        machine = self._parsed(digest)
         now = self._clock()
         execution = Execution(
-            id=0,
+            id=self._ids.take(self._store),
             arn=arn,
             name=name,
             machine=machine,
@@ -342,9 +405,7 @@ class Engine:
             parent=command.parent,
             options=command.options,
         )
-        execution.id = self._store.insert_execution(
-            execution, version_arn=version_arn, digest=digest
-        )
+        self._store.insert_execution(execution, version_arn=version_arn, digest=digest)
         self._current_execution_id = execution.id
         self._cache_put(execution)
         transition = self._interpreter.start(execution, role_arn=self.arns.role())
@@ -375,6 +436,7 @@ class Engine:
         if execution_id is not None and execution_id in self._cache:
             self._cache.move_to_end(execution_id)
             self._current_execution_id = execution_id
+            self._touched.add(execution_id)
             return self._cache[execution_id]
         row = self._store.execution_row(arn=arn, execution_id=execution_id)
         if row is None:
@@ -386,7 +448,7 @@ class Engine:
 
     def _from_row(self, row: ExecutionRow) -> Execution:
         assert self._store is not None
-        machine = self._parsed(row.definition_hash, self._store.definition(row.definition_hash))
+        machine = self._parsed(row.definition_hash)
         execution = Execution(
             id=row.id,
             arn=row.arn,
@@ -414,6 +476,7 @@ class Engine:
         return execution
 
     def _cache_put(self, execution: Execution) -> None:
+        self._touched.add(execution.id)
         self._cache[execution.id] = execution
         self._by_arn[execution.arn] = execution.id
         while len(self._cache) > _MAX_CACHE:
@@ -464,6 +527,9 @@ class Engine:
         batch.add(transition)
 
     def _request(self, execution: Execution, frame_id: int, attempt: int) -> TaskRequest | None:
+        dispatched = self._inflight.get((execution.id, frame_id, attempt))
+        if dispatched is not None:
+            return dispatched
         assert self._conn is not None
         row = self._conn.execute(
             "SELECT kind, resource, parameters, token, timeout_seconds FROM sfn_tasks"
@@ -576,7 +642,7 @@ class Engine:
         }
         name = str(params.get("Name") or uuid.uuid4())
         try:
-            base, _, _, _ = self._machine_for(str(params.get("StateMachineArn", "")))
+            base, _, _ = self._machine_for(str(params.get("StateMachineArn", "")))
             existing = self._store.execution_by_name(base, name) if self._store else None
             if existing is None:
                 started = self._start_execution(
@@ -686,6 +752,8 @@ class Engine:
         finished = False
         for transition in batch.transitions:
             execution = transition.execution
+            for frame_id, attempt in transition.settled_tasks:
+                self._inflight.pop((execution.id, frame_id, attempt), None)
             for request in transition.tasks:
                 self._dispatch(execution, request)
             for op in transition.timers:
@@ -729,6 +797,8 @@ class Engine:
 
     def _dispatch(self, execution: Execution, request: TaskRequest) -> None:
         key = (execution.id, request.frame, request.attempt)
+        if request.kind in ("lambda", "lambda_direct"):
+            self._inflight[key] = request
         params = request.parameters if isinstance(request.parameters, dict) else {}
         if request.kind == "child":
             self._inbox.put(

@@ -7,7 +7,6 @@ get run records; other state machines are plain Step Functions executions.
 
 from __future__ import annotations
 
-import json
 import re
 from decimal import Decimal
 from typing import Any
@@ -16,6 +15,7 @@ import psycopg
 
 from switchyard.contract import error_type_of
 from switchyard.engine.interpreter import Execution, ExecutionStatus, TaskRequest, Transition
+from switchyard.engine.store.codec import json_text
 
 _COMMENT = re.compile(r"^switchyard workflow (\S+) version (\d+)")
 _STEP_RECORD = re.compile(r"^\$\.steps\.([A-Za-z0-9_]+)$")
@@ -30,7 +30,7 @@ _GATE_STATUS = {"approval": "waiting", "human": "waiting", "pause": "paused", "b
 
 
 def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return None if value is None else json_text(value)
 
 
 def workflow_of(execution: Execution) -> tuple[str, int] | None:
@@ -195,22 +195,18 @@ class RunRecorder:
         )  # fmt: skip
 
     def _finished(self, execution: Execution) -> None:
+        """The run's end; a failure names the step that failed last (read in the same statement,
+        so that it sees this batch's step records without waiting for them)."""
         status = _RUN_STATUS.get(execution.status, "failed")
         error = None
         if execution.status is not ExecutionStatus.SUCCEEDED and execution.error is not None:
-            failed = self._conn.execute(
-                "SELECT step_id FROM task_runs WHERE execution_id = %s AND status = 'failed'"
-                " ORDER BY updated_at DESC LIMIT 1",
-                (execution.id,),
-            ).fetchone()
-            error = {
-                "type": error_type_of(execution.error),
-                "message": execution.cause or "",
-                "step": failed[0] if failed else None,
-            }
+            error = {"type": error_type_of(execution.error), "message": execution.cause or ""}
         self._conn.execute(
-            "UPDATE workflow_runs SET status = %s, output = %s::jsonb, error = %s::jsonb,"
-            " ended_at = %s,"
+            "UPDATE workflow_runs SET status = %s, output = %s::jsonb, ended_at = %s,"
+            " error = CASE WHEN %s::jsonb IS NULL THEN NULL ELSE %s::jsonb || jsonb_build_object("
+            "'step', (SELECT step_id FROM task_runs WHERE execution_id = %s AND status = 'failed'"
+            " ORDER BY updated_at DESC LIMIT 1)) END,"
             " updated_at = now(), version = version + 1 WHERE execution_id = %s",
-            (status, _json(execution.output), _json(error), execution.stopped_at, execution.id),
-        )
+            (status, _json(execution.output), execution.stopped_at, _json(error), _json(error),
+             execution.id, execution.id),
+        )  # fmt: skip

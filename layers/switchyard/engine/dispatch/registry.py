@@ -15,6 +15,7 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,7 @@ class FunctionRegistry:
         return handler if callable(handler) else None
 
 
+@lru_cache(maxsize=4096)
 def function_name(reference: str) -> str:
     """`agent_step` from `${AgentStepFunctionArn}`, `AgentStepFunctionArn`, an ARN or a name."""
     match = _PLACEHOLDER.match(reference)

@@ -4,7 +4,6 @@ one database transaction (`write_transitions`); everything else here is a small 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,13 +13,13 @@ import psycopg
 from psycopg.rows import dict_row
 
 from switchyard.engine.interpreter.model import Execution, TimerRequest, Transition
-from switchyard.engine.store.codec import frame_from_json, frame_to_json
+from switchyard.engine.store.codec import frame_from_json, frame_to_json, json_text
 
 Connection = psycopg.Connection[Any]
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return json_text(value)
 
 
 def definition_hash(text: str) -> str:
@@ -248,16 +247,45 @@ class EngineStore:
 
     # --- executions ----------------------------------------------------------------------------
 
+    def machine_hashes(self, arns: Sequence[str]) -> dict[str, str]:
+        """Machine ARN -> current definition hash, for the machines that exist."""
+        rows = self.conn.execute(
+            "SELECT arn, definition_hash FROM sfn_state_machines WHERE arn = ANY(%s)", (list(arns),)
+        ).fetchall()
+        return {str(arn): str(digest) for arn, digest in rows}
+
+    def executions_named(self, names: Iterable[tuple[str, str]]) -> list[ExecutionRow]:
+        """The executions among (machine ARN, name) pairs that exist."""
+        pairs = list(names)
+        rows = (
+            self.conn.cursor(row_factory=dict_row)
+            .execute(
+                "SELECT e.* FROM sfn_executions e"
+                " JOIN unnest(%s::text[], %s::text[]) AS n(machine_arn, name)"
+                " ON e.machine_arn = n.machine_arn AND e.name = n.name",
+                ([m for m, _ in pairs], [n for _, n in pairs]),
+            )
+            .fetchall()
+        )
+        return [ExecutionRow(**row) for row in rows]
+
+    def next_execution_ids(self, count: int) -> list[int]:
+        rows = self.conn.execute(
+            "SELECT nextval('sfn_executions_id_seq') FROM generate_series(1, %s)", (count,)
+        ).fetchall()
+        return [int(row[0]) for row in rows]
+
     def insert_execution(
         self, execution: Execution, *, version_arn: str | None, digest: str
-    ) -> int:
-        row = self.conn.execute(
-            "INSERT INTO sfn_executions (arn, machine_arn, version_arn, definition_hash, name,"
+    ) -> None:
+        """Insert the execution under its id (drawn beforehand from `next_execution_ids`)."""
+        self.conn.execute(
+            "INSERT INTO sfn_executions (id, arn, machine_arn, version_arn, definition_hash, name,"
             " status,"
             " input, started_at, parent, options, next_event, next_frame)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s::jsonb, %s::jsonb, 1, 1)"
-            " RETURNING id",
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s::jsonb, %s::jsonb, 1, 1)",
             (
+                execution.id,
                 execution.arn,
                 execution.machine_arn,
                 version_arn,
@@ -269,9 +297,7 @@ class EngineStore:
                 _json(execution.parent) if execution.parent else None,
                 _json(execution.options),
             ),
-        ).fetchone()
-        assert row is not None
-        return int(row[0])
+        )
 
     def execution_row(
         self, *, arn: str | None = None, execution_id: int | None = None
