@@ -545,9 +545,13 @@ class Engine:
         found = self._store.token(command.token)
         if found is None:
             raise errors.TaskDoesNotExist("Task Does Not Exist")
+        if found[2]:
+            raise errors.TaskTimedOut("Task Timed Out")
         execution = self._load(execution_id=found[0])
-        if execution is None or execution.status.is_final:
+        if execution is None:
             raise errors.TaskDoesNotExist("Task Does Not Exist")
+        if execution.status.is_final:
+            raise errors.TaskTimedOut("Task Timed Out")
         frame = execution.frames.get(found[1])
         if frame is None or (frame.task or {}).get("token") != command.token:
             raise errors.TaskTimedOut("Task Timed Out")

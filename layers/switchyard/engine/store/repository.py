@@ -445,11 +445,14 @@ class EngineStore:
             .fetchall()
         )
 
-    def token(self, token: str) -> tuple[int, int] | None:
+    def token(self, token: str) -> tuple[int, int, bool] | None:
+        """(execution id, frame id, closed) of a task token ever issued."""
         row = self.conn.execute(
-            "SELECT execution_id, frame_id FROM sfn_task_tokens WHERE token = %s", (token,)
+            "SELECT execution_id, frame_id, closed_at IS NOT NULL FROM sfn_task_tokens"
+            " WHERE token = %s",
+            (token,),
         ).fetchone()
-        return (int(row[0]), int(row[1])) if row else None
+        return (int(row[0]), int(row[1]), bool(row[2])) if row else None
 
     def dead_letter(self, queue_url: str, body: str, execution_id: int | None) -> None:
         self.conn.execute(
@@ -567,7 +570,9 @@ class EngineStore:
                 tasks_new,
             )
         if tokens_gone:
-            cursor.executemany("DELETE FROM sfn_task_tokens WHERE token = %s", tokens_gone)
+            cursor.executemany(
+                "UPDATE sfn_task_tokens SET closed_at = now() WHERE token = %s", tokens_gone
+            )
         if tokens_new:
             cursor.executemany(
                 "INSERT INTO sfn_task_tokens (token, execution_id, frame_id) VALUES (%s, %s, %s)",
@@ -598,7 +603,11 @@ class EngineStore:
             done = [(t.execution.id,) for t in transitions if t.finished]
             cursor.executemany("DELETE FROM sfn_timers WHERE execution_id = %s", done)
             cursor.executemany("DELETE FROM sfn_tasks WHERE execution_id = %s", done)
-            cursor.executemany("DELETE FROM sfn_task_tokens WHERE execution_id = %s", done)
+            cursor.executemany(
+                "UPDATE sfn_task_tokens SET closed_at = now()"
+                " WHERE execution_id = %s AND closed_at IS NULL",
+                done,
+            )
 
     def load_frames(self, execution: Execution) -> None:
         for frame_id, data in self.frames(execution.id):

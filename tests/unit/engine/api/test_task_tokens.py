@@ -86,11 +86,6 @@ def test_heartbeats_keep_a_task_past_its_heartbeat_seconds(sfn: Any, endpoint: E
     assert wait_done(sfn, arn)["status"] == "SUCCEEDED"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug (reported): a task's token is deleted when the task closes, so a late"
-    " callback gets TaskDoesNotExist where AWS answers TaskTimedOut",
-)
 @pytest.mark.parametrize("closed_by", ["success", "stop"])
 def test_a_token_of_a_closed_task_is_task_timed_out(
     sfn: Any, endpoint: Endpoint, machine: str, closed_by: str
