@@ -2,7 +2,6 @@
 Wait form, Map with tolerated failures, heartbeats, InputPath/OutputPath/ResultSelector forms,
 Choice operators, Fail with ErrorPath, Parallel failures."""
 
-
 from __future__ import annotations
 
 from typing import Any
