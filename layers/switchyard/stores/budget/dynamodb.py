@@ -22,6 +22,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 
+from switchyard.constants import BUDGET_KEY_ATTRIBUTE
 from switchyard.stores.budget.ledger import (
     BudgetLedger,
     Reservation,
@@ -33,6 +34,8 @@ from switchyard.stores.budget.ledger import (
     sorted_limits,
 )
 
+_PK = BUDGET_KEY_ATTRIBUTE  # the table's partition key, as the CDK stack creates it
+
 UNLIMITED = 10**18
 """Headroom of a scope without a money limit (a trillion dollars in micro-dollars)."""
 
@@ -41,8 +44,8 @@ def create_budget_table(client: Any, table_name: str) -> None:
     """Create the ledger's table (tests and local use; on AWS the CDK stack creates it)."""
     client.create_table(
         TableName=table_name,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": _PK, "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": _PK, "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
 
@@ -75,7 +78,7 @@ class DynamoDBBudgetLedger(BudgetLedger):
 
     def _get(self, pk: str) -> dict[str, Any] | None:
         response = self._client.get_item(
-            TableName=self.table, Key={"pk": _s(pk)}, ConsistentRead=True
+            TableName=self.table, Key={_PK: _s(pk)}, ConsistentRead=True
         )
         item: dict[str, Any] | None = response.get("Item")
         return item
@@ -104,7 +107,7 @@ class DynamoDBBudgetLedger(BudgetLedger):
             {
                 "Update": {
                     "TableName": self.table,
-                    "Key": {"pk": _s(f"owner#{owner}")},
+                    "Key": {_PK: _s(f"owner#{owner}")},
                     "UpdateExpression": "SET #r = :record",
                     "ConditionExpression": "attribute_not_exists(#r)",
                     "ExpressionAttributeNames": {"#r": f"r_{reservation_id}"},
@@ -146,7 +149,7 @@ class DynamoDBBudgetLedger(BudgetLedger):
             values[":max_tokens"] = _n(limit.max_tokens)
         request: dict[str, Any] = {
             "TableName": self.table,
-            "Key": {"pk": _s(f"scope#{limit.scope.key}")},
+            "Key": {_PK: _s(f"scope#{limit.scope.key}")},
             "UpdateExpression": update,
             "ConditionExpression": condition,
             "ExpressionAttributeValues": values,
@@ -188,7 +191,7 @@ class DynamoDBBudgetLedger(BudgetLedger):
             {
                 "Update": {
                     "TableName": self.table,
-                    "Key": {"pk": _s(f"owner#{reservation.owner}")},
+                    "Key": {_PK: _s(f"owner#{reservation.owner}")},
                     "UpdateExpression": "REMOVE #r",
                     "ConditionExpression": "attribute_exists(#r)",
                     "ExpressionAttributeNames": {"#r": attribute},
@@ -200,7 +203,7 @@ class DynamoDBBudgetLedger(BudgetLedger):
                 {
                     "Update": {
                         "TableName": self.table,
-                        "Key": {"pk": _s(f"scope#{key}")},
+                        "Key": {_PK: _s(f"scope#{key}")},
                         "UpdateExpression": "SET reserved = reserved - :amt,"
                         " spent = spent + :actual, headroom = headroom + :back,"
                         " tokens = tokens + :tokens",
@@ -218,7 +221,7 @@ class DynamoDBBudgetLedger(BudgetLedger):
                 {
                     "Update": {
                         "TableName": self.table,
-                        "Key": {"pk": _s(f"avg#{record['model']['S']}#{record['step']['S']}")},
+                        "Key": {_PK: _s(f"avg#{record['model']['S']}#{record['step']['S']}")},
                         "UpdateExpression": "ADD calls :one, #total :actual",
                         "ExpressionAttributeNames": {"#total": "total"},
                         "ExpressionAttributeValues": {":one": _n(1), ":actual": _n(actual)},
@@ -250,7 +253,7 @@ class DynamoDBBudgetLedger(BudgetLedger):
         key = scope.key
         update: dict[str, Any] = {
             "TableName": self.table,
-            "Key": {"pk": _s(f"steps#{key}")},
+            "Key": {_PK: _s(f"steps#{key}")},
             "UpdateExpression": "SET steps = if_not_exists(steps, :zero) + :one",
             "ExpressionAttributeValues": {":zero": _n(0), ":one": _n(1)},
         }
@@ -263,7 +266,7 @@ class DynamoDBBudgetLedger(BudgetLedger):
                     {
                         "Put": {
                             "TableName": self.table,
-                            "Item": {"pk": _s(f"attempt#{key}#{attempt_id}")},
+                            "Item": {_PK: _s(f"attempt#{key}#{attempt_id}")},
                             "ConditionExpression": "attribute_not_exists(pk)",
                         }
                     },
@@ -291,7 +294,7 @@ class DynamoDBBudgetLedger(BudgetLedger):
                 try:
                     self._client.update_item(
                         TableName=self.table,
-                        Key={"pk": _s(pk)},
+                        Key={_PK: _s(pk)},
                         UpdateExpression=update,
                         ConditionExpression="attribute_not_exists(pk)",
                         ExpressionAttributeValues=values,
@@ -319,7 +322,7 @@ class DynamoDBBudgetLedger(BudgetLedger):
             try:
                 self._client.update_item(
                     TableName=self.table,
-                    Key={"pk": _s(pk)},
+                    Key={_PK: _s(pk)},
                     UpdateExpression=update + remove,
                     ConditionExpression="spent = :spent AND reserved = :reserved",
                     ExpressionAttributeNames={"#limit": "limit"},
