@@ -1,0 +1,68 @@
+"""What the agent, tool and router Lambda handlers share: validate the event, log with the run and
+step ids, run the step, publish its cost, tokens and duration, and raise a failed step as the
+contract's error name (the `errorType` that the compiled `Retry` and `Catch` rules match).
+
+    handler = step_handler("agent_step", lambda invocation, services, context:
+                           run_agent_step(invocation, services, lambda_context=context))
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+
+from switchyard.constants import METRICS_NAMESPACE, Metric, MetricDimension
+from switchyard.contract import StepInvocation, StepResult
+from switchyard.runtime.errors import StepError
+from switchyard.runtime.services import StepServices
+
+StepRunner = Callable[[StepInvocation, StepServices, Any], StepResult]
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+def step_handler(function: str, run: StepRunner) -> Handler:
+    """The Lambda handler of `functions/<function>`, running steps with `run`."""
+    from switchyard.runtime.wiring import step_services  # reads the environment when first called
+
+    logger = Logger(
+        service=f"switchyard.{function}", logger_handler=logging.StreamHandler(sys.stderr)
+    )
+    metrics = Metrics(namespace=METRICS_NAMESPACE, service=function)
+    tracer = Tracer(service=f"switchyard.{function}")
+
+    @metrics.log_metrics
+    @tracer.capture_lambda_handler(capture_response=False)
+    @logger.inject_lambda_context(log_event=False)
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        invocation = StepInvocation.model_validate(event)
+        logger.append_keys(run_id=invocation.context.run.id, step_id=invocation.step_id)
+        metrics.add_dimension(name=MetricDimension.WORKFLOW, value=invocation.workflow.name)
+        started = time.perf_counter()
+        try:
+            result = run(invocation, step_services(), context)
+        except StepError as error:
+            logger.warning("the step failed", extra={"error_type": str(error.name)})
+            raise error.as_lambda_exception() from None
+        finally:
+            elapsed_ms = (time.perf_counter() - started) * 1000
+            metrics.add_metric(
+                name=Metric.STEP_DURATION, unit=MetricUnit.Milliseconds, value=elapsed_ms
+            )
+        metrics.add_metric(name=Metric.COST_USD, unit=MetricUnit.NoUnit, value=result.cost_usd)
+        if result.usage is not None:
+            usage = result.usage
+            metrics.add_metric(
+                name=Metric.INPUT_TOKENS, unit=MetricUnit.Count, value=usage.input_tokens
+            )
+            metrics.add_metric(
+                name=Metric.OUTPUT_TOKENS, unit=MetricUnit.Count, value=usage.output_tokens
+            )
+        return result.model_dump(mode="json")
+
+    return handler

@@ -1,0 +1,94 @@
+"""The step handlers as Lambda calls them: the real `functions/*/handler.py`, scripted model
+answers, a real PostgreSQL behind the stores. What leaves: the result, EMF metrics on stdout,
+and failures raised under the contract's error names."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from switchyard.constants import DATABASE_URL_ENV, LLM_SCRIPT_ENV, METRICS_NAMESPACE
+from switchyard.contract import StepErrorName
+from switchyard.engine.dispatch.lambda_context import LambdaContext
+from switchyard.runtime.wiring import step_services
+from tests.unit.runtime.helpers import invocation
+
+FUNCTIONS = Path(__file__).resolve().parents[3] / "functions"
+AGENT = {"type": "agent", "model": "claude-sonnet-4-5", "prompt": "Ticket: {{ inputs.body }}"}
+
+
+@cache  # a handler module loads once per process, as in Lambda
+def handler_module(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        f"test_{name}_handler", FUNCTIONS / name / "handler.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def environment(
+    pg_conninfo: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    script = tmp_path / "script.yaml"
+    monkeypatch.setenv(DATABASE_URL_ENV, pg_conninfo)
+    monkeypatch.setenv(LLM_SCRIPT_ENV, str(script))
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+    step_services.cache_clear()
+    yield script
+    step_services.cache_clear()
+
+
+def context(name: str) -> LambdaContext:
+    return LambdaContext(name, f"arn:aws:lambda:us-east-1:123456789012:function:{name}")
+
+
+def emitted_metrics(stdout: str) -> dict[str, Any]:
+    for line in stdout.splitlines():
+        if line.startswith("{") and '"_aws"' in line:
+            return dict(json.loads(line))
+    raise AssertionError(f"no EMF record in {stdout!r}")
+
+
+def test_an_agent_step_returns_its_result_and_publishes_cost_tokens_and_duration(
+    environment: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    environment.write_text("draft:\n  - {text: Refunded., input_tokens: 1000, output_tokens: 50}\n")
+    event = invocation("draft", AGENT, inputs={"body": "charged twice"}).model_dump(mode="json")
+
+    result = handler_module("agent_step").handler(event, context("agent_step"))
+
+    assert result["output"] == {"text": "Refunded."}
+    assert result["usage"]["input_tokens"] == 1000
+    record = emitted_metrics(capsys.readouterr().out)
+    names = {m["Name"] for m in record["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
+    assert names == {"StepCostUSD", "InputTokens", "OutputTokens", "StepDuration"}
+    assert record["_aws"]["CloudWatchMetrics"][0]["Namespace"] == METRICS_NAMESPACE
+    assert record["workflow"] == "support" and record["service"] == "agent_step"
+    assert record["InputTokens"] == [1000.0]
+    assert record["StepCostUSD"] == [pytest.approx(float(result["cost_usd"]))]
+
+
+def test_a_failed_step_raises_under_its_contract_error_name(environment: Path) -> None:
+    environment.write_text("draft:\n  - {error: rate_limit, retry_after: 7}\n")
+    event = invocation("draft", AGENT, inputs={"body": "x"}).model_dump(mode="json")
+
+    with pytest.raises(Exception) as raised:
+        handler_module("agent_step").handler(event, context("agent_step"))
+
+    assert type(raised.value).__name__ == StepErrorName.RATE_LIMIT.value == "rate_limit"
+    assert "7" in str(raised.value)
+
+
+def test_a_malformed_event_is_refused_before_anything_runs(environment: Path) -> None:
+    with pytest.raises(Exception, match="step_id"):
+        handler_module("tool_step").handler({"step": {}}, context("tool_step"))
