@@ -93,8 +93,8 @@ class Metric(StrEnum):
     """Metric names in `METRICS_NAMESPACE`.
 
     The step functions emit the first group with Powertools, dimensions `service` (the function's
-    folder name, e.g. `agent_step`) and `workflow`; `STEP_DURATION` is not emitted yet (the
-    dashboard shows Lambda's own duration meanwhile). The second group comes from metric filters
+    folder name, e.g. `agent_step`) and `workflow` (`switchyard.runtime.lambda_adapter`). The second
+    group comes from metric filters
     that the stack puts on each workflow's execution log, so it needs no function code; a metric
     filter cannot add a literal dimension, so these have none (the execution log says where).
     """
@@ -104,7 +104,7 @@ class Metric(StrEnum):
     COST_USD = "StepCostUSD"
     """Dollars spent by one step attempt (unit None: CloudWatch has no currency unit)."""
     STEP_DURATION = "StepDuration"
-    """Milliseconds of one attempt of an agent, tool or router step (not emitted yet)."""
+    """Milliseconds of one attempt of an agent, tool or router step."""
 
     GATE_TIMEOUTS = "GateTimeouts"
     """A waitForTaskToken gate waited past its timeout (TaskTimedOut in the execution log)."""
