@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from switchyard.contract import StepInvocation, StepResult
@@ -10,6 +11,7 @@ from switchyard.runtime.budgets import BudgetGuard
 from switchyard.runtime.clock import Deadline
 from switchyard.runtime.rendering import render
 from switchyard.runtime.services import StepServices
+from switchyard.runtime.settings import LLM_SCRIPT_ENV
 from switchyard.runtime.step_io import (
     check_output,
     context_for,
@@ -23,11 +25,15 @@ from switchyard.runtime.tools import CallScope, ToolGateway, ToolRegistry, ToolR
 
 
 def scripted_tool_output(invocation: StepInvocation) -> Any:
-    """The scripted output of this attempt of the step, or None when the script has none."""
+    """The scripted output of this attempt of the step, or None when the script has none.
+
+    The script is the run's own (the local engine stores it with the run), else the file
+    `SWITCHYARD_LLM_SCRIPT` names, as for agent and router steps: a script answers the same
+    steps on Lambda as on the local engine."""
     from switchyard.runtime.providers.base import CallKey
     from switchyard.runtime.providers.scripted import load_script, position, scripted_error
 
-    script = run_script(invocation)
+    script = run_script(invocation) or os.environ.get(LLM_SCRIPT_ENV)
     if not script:
         return None
     entries = load_script(script).get(invocation.step_id)
@@ -56,8 +62,9 @@ def run_tool_step(
 ) -> StepResult:
     """Run one attempt of a tool step; raises a `StepError` on failure.
 
-    When the run's script (`--llm-script`) has entries for this step, the step answers from it
-    and the tool is not called: an offline run of a workflow whose tools need the network."""
+    When the script (`--llm-script`, `SWITCHYARD_LLM_SCRIPT`) has entries for this step, the step
+    answers from it and the tool is not called: an offline run of a workflow whose tools need the
+    network."""
     scripted = scripted_tool_output(invocation)
     if scripted is not None:
         return finish(invocation, services, scripted)

@@ -6,6 +6,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,10 +14,16 @@ from aws_lambda_powertools.utilities.idempotency import BasePersistenceLayer
 from moto import mock_aws
 from psycopg_pool import ConnectionPool
 
-from switchyard.contract import OUTPUT_REF_KEY, StepErrorName
+from switchyard.contract import OUTPUT_REF_KEY, StepErrorName, StepInvocation
 from switchyard.runtime import StepServices, run_tool_step
-from switchyard.runtime.errors import HumanRequiredError, InvalidOutputError, TemplateRenderError
+from switchyard.runtime.errors import (
+    HumanRequiredError,
+    InvalidOutputError,
+    TemplateRenderError,
+    TransientError,
+)
 from switchyard.runtime.large_outputs import InMemoryOutputStore, resolve
+from switchyard.runtime.settings import LLM_SCRIPT_ENV
 from switchyard.runtime.tools import GatewayStores, ToolEnvironment
 from switchyard.stores.idempotency import (
     IdempotentCalls,
@@ -210,3 +217,38 @@ def test_large_outputs_leave_by_reference_and_loop_outputs_count_iterations() ->
     assert OUTPUT_REF_KEY in result.output["rows"]
     assert len(resolve(result.output, store)["rows"]) == 400
     assert result.loop_output["iterations"] == 2
+
+
+SCRIPT = {"bill": [{"output": {"invoice": "INV-scripted"}}]}
+
+
+def test_a_script_stored_with_the_run_answers_the_step_and_the_tool_is_not_called() -> None:
+    inv = invocation("bill", tool_step(), inputs={"customer": "s"}, steps=STEPS)
+    scripted = StepInvocation.model_validate({**inv.model_dump(), "llm_script": SCRIPT})
+    before = len(SENT)
+    assert run_tool_step(scripted, StepServices()).output == {"invoice": "INV-scripted"}
+    assert len(SENT) == before
+
+
+def test_the_script_of_switchyard_llm_script_answers_tool_steps_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "script.yaml"
+    path.write_text(
+        "bill:\n  - {error: transient}\n  - {output: {invoice: INV-from-env}}\n"
+        "other:\n  - {output: {}}\n"
+    )
+    monkeypatch.setenv(LLM_SCRIPT_ENV, str(path))
+    inv = invocation("bill", tool_step(), inputs={"customer": "e"}, steps=STEPS)
+    before = len(SENT)
+    with pytest.raises(TransientError):
+        run_tool_step(inv, StepServices())
+    assert run_tool_step(retried(inv, 1), StepServices()).output == {"invoice": "INV-from-env"}
+    assert len(SENT) == before
+    # The run's own script wins over the environment's.
+    own = StepInvocation.model_validate({**inv.model_dump(), "llm_script": SCRIPT})
+    assert run_tool_step(own, StepServices()).output == {"invoice": "INV-scripted"}
+    # A step the script does not name calls its tool.
+    unscripted = invocation("pay", tool_step(), inputs={"customer": "e"}, steps=STEPS)
+    assert run_tool_step(unscripted, StepServices()).output["customer"] == "e"
+    assert len(SENT) == before + 1
