@@ -41,7 +41,9 @@ def prepare_environment(conninfo: str) -> None:
 
 class EngineProcess:
     """Ownership, engine, command listener and (optionally) API servers, started and stopped
-    together."""
+    together. Each of `extra_servers` is called with the started engine and returns a bound
+    server (`socketserver` style: `serve_forever`, `shutdown`, `server_close`), which is served
+    from a thread of its own, like the Step Functions API, and closed by `close()`."""
 
     def __init__(
         self,
@@ -57,7 +59,7 @@ class EngineProcess:
         self.engine = Engine(conninfo, registry=FunctionRegistry(functions_dir), workers=workers)
         self.listener = CommandListener(conninfo, self.engine.submit)
         self._sfn_port = sfn_port
-        self._servers: list[Any] = []
+        self._servers: list[tuple[Any, threading.Thread | None]] = []
         self._extra = extra_servers or []
         self.sfn_url: str | None = None
 
@@ -71,18 +73,38 @@ class EngineProcess:
             from switchyard.engine.api import serve_sfn_api
 
             server = serve_sfn_api(self.engine, "127.0.0.1", self._sfn_port)
-            self._servers.append(server)
-            self.sfn_url = f"http://127.0.0.1:{self._sfn_port}"
+            self._serve(server, "switchyard-sfn-api")
+            self.sfn_url = server.endpoint_url
         for factory in self._extra:
-            self._servers.append(factory(self.engine))
+            self._serve(factory(self.engine), "switchyard-server")
         self._register()
         return True
 
+    @property
+    def servers(self) -> list[Any]:
+        """The servers started with the engine, in order: the Step Functions API (if any), then
+        those of `extra_servers`."""
+        return [server for server, _ in self._servers]
+
+    def _serve(self, server: Any, name: str) -> None:
+        """A bound server (`socketserver` style) answers from a thread of its own until close."""
+        thread = None
+        if callable(getattr(server, "serve_forever", None)):
+            thread = threading.Thread(
+                target=server.serve_forever, kwargs={"poll_interval": 0.1}, name=name, daemon=True
+            )
+            thread.start()
+        self._servers.append((server, thread))
+
     def close(self) -> None:
-        for server in self._servers:
-            shutdown = getattr(server, "shutdown", None)
-            if callable(shutdown):
-                shutdown()
+        for server, thread in reversed(self._servers):
+            if thread is not None:
+                server.shutdown()  # returns once serve_forever has stopped
+                thread.join(timeout=5)
+            close = getattr(server, "server_close", None)
+            if callable(close):
+                close()
+        self._servers.clear()
         self._unregister()
         self.listener.close()
         self.engine.close()
