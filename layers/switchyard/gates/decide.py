@@ -34,6 +34,14 @@ class GateDecisionError(ValueError):
     may not decide."""
 
 
+class GateClosedError(GateDecisionError):
+    """The gate is no longer open: decided (perhaps by someone else first) or superseded."""
+
+
+class GateForbiddenError(GateDecisionError):
+    """The person may not decide for the gate's assignee (SWITCHYARD_ROLES)."""
+
+
 @dataclass
 class Decision:
     action: Action
@@ -56,7 +64,7 @@ def decide(
     now: datetime | None = None,
 ) -> Gate:
     if gate.status is not GateStatus.OPEN:
-        raise GateDecisionError(
+        raise GateClosedError(
             f"gate {gate.id} at '{gate.step_id}' is {gate.status.value}, not open"
         )
     allowed = _ALLOWED.get(gate.kind, ())
@@ -65,7 +73,7 @@ def decide(
             f"a {gate.kind} gate takes {', '.join(allowed)}, not {decision.action}"
         )
     if not (roles or Roles()).may_decide(gate.assignee, decision.reviewer):
-        raise GateDecisionError(f"{decision.reviewer} may not decide for {gate.assignee}")
+        raise GateForbiddenError(f"{decision.reviewer} may not decide for {gate.assignee}")
     edits = dict(decision.edits)
     if gate.kind == "approval" and edits:
         if not gate.allow_edit:
@@ -79,7 +87,7 @@ def decide(
     )
     gate.reviewer, gate.note, gate.edits = decision.reviewer, decision.note, edits or None
     if not store.close(gate):  # claims the gate: a second decider is turned away
-        raise GateDecisionError(f"gate {gate.id} was decided by someone else first")
+        raise GateClosedError(f"gate {gate.id} was decided by someone else first")
     gate.status, gate.decided_at = GateStatus.DECIDED, moment
     try:
         _send(gate, decision, callbacks, decisions, moment)
