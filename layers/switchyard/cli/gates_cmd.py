@@ -1,21 +1,32 @@
-"""`switchyard approve|reject|resume|cancel`: decide an open gate, or act on a run."""
+"""`switchyard approve|reject|resume|cancel`: decide an open gate, or act on a run (the work is
+`switchyard.local.run_actions`, which the REST API calls too)."""
 
 from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-import psycopg
 from psycopg_pool import ConnectionPool
 
 from switchyard.cli.common import CommandError, read_json_argument, say
 from switchyard.cli.exit_codes import ExitCode
-from switchyard.gates import Decision, GateDecisionError, GateStore, Roles, decide
+from switchyard.gates import Decision, Gate, GateDecisionError
 from switchyard.local.database import open_database
 from switchyard.local.engine_client import ensure_engine
-from switchyard.local.report import RunNotFoundError, find_run
-from switchyard.stores.tool_calls import PostgresDecisionStore
+from switchyard.local.report import RunNotFoundError
+from switchyard.local.run_actions import (
+    NoOpenGateError,
+    RunEndedError,
+    RunRef,
+    cancel_run,
+    decide_gate,
+    locate_run,
+    open_gate_for,
+    resume_run,
+)
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -50,84 +61,71 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     cancel.set_defaults(handler=_cancel)
 
 
-def _open(args: argparse.Namespace) -> tuple[str, str]:
+@contextmanager
+def _run(run_id: str) -> Iterator[tuple[str, ConnectionPool, RunRef]]:
     database = open_database()
-    with psycopg.connect(database.conninfo, autocommit=True) as conn:
-        try:
-            _, arn = find_run(conn, args.run_id)
-        except RunNotFoundError as exc:
-            raise CommandError(str(exc), ExitCode.FAILED) from None
-    return database.conninfo, arn
-
-
-def _decide(
-    conninfo: str, run_id: str, step: str | None, decision: Decision, kinds: tuple[str, ...]
-) -> None:
-    with ConnectionPool(conninfo, min_size=1, max_size=2, kwargs={"autocommit": True}) as pool:
-        store = GateStore(pool)
+    with ConnectionPool(
+        database.conninfo, min_size=1, max_size=2, kwargs={"autocommit": True}
+    ) as pool:
         with pool.connection() as conn:
-            row = conn.execute(
-                "SELECT run_id FROM workflow_runs r JOIN sfn_executions e ON e.id ="
-                " r.execution_id WHERE r.run_id = %s OR e.arn = %s",
-                (run_id, run_id),
-            ).fetchone()
-        name = str(row[0]) if row else run_id
-        gates = [g for g in store.open_for(name, step) if g.kind in kinds]
-        if not gates:
-            where = f" at {step}" if step else ""
-            raise CommandError(
-                f"run {run_id} has no open {'/'.join(kinds)} gate{where}", ExitCode.FAILED
-            )
-        client = ensure_engine(conninfo)
-        try:
-            decide(
-                gates[-1],
-                decision,
-                store=store,
-                callbacks=client,
-                roles=Roles.from_env(),
-                decisions=PostgresDecisionStore(pool),
-            )
-        except GateDecisionError as exc:
-            raise CommandError(str(exc), ExitCode.FAILED) from None
+            try:
+                run = locate_run(conn, run_id)
+            except RunNotFoundError as exc:
+                raise CommandError(str(exc), ExitCode.FAILED) from None
+        yield database.conninfo, pool, run
+
+
+def _open_gate(pool: ConnectionPool, run: RunRef, action: str, step: str | None) -> Gate:
+    try:
+        return open_gate_for(pool, run, action, step)
+    except NoOpenGateError as exc:
+        raise CommandError(str(exc), ExitCode.FAILED) from None
 
 
 def _gate(args: argparse.Namespace, action: str) -> int:
-    conninfo, _ = _open(args)
     edits: Any = read_json_argument(getattr(args, "edit", None), "--edit") or {}
     if not isinstance(edits, dict):
         raise CommandError("--edit takes a JSON object of field: new value")
     decision = Decision(action, args.reviewer, note=args.note, edits=edits)  # type: ignore[arg-type]
-    _decide(conninfo, args.run_id, args.step, decision, ("approval", "human"))
+    with _run(args.run_id) as (conninfo, pool, run):
+        gate = _open_gate(pool, run, action, args.step)
+        try:
+            decide_gate(gate, decision, pool=pool, callbacks=ensure_engine(conninfo))
+        except GateDecisionError as exc:
+            raise CommandError(str(exc), ExitCode.FAILED) from None
     say(f"{'approved' if action == 'approve' else 'rejected'} {args.step} of {args.run_id}")
     return ExitCode.OK
 
 
 def _resume(args: argparse.Namespace) -> int:
-    conninfo, _ = _open(args)
-    if args.raise_budget:
-        _raise_budget(conninfo, args.run_id, args.raise_budget)
-    _decide(conninfo, args.run_id, None, Decision("resume", args.reviewer), ("pause", "budget"))
+    with _run(args.run_id) as (conninfo, pool, run):
+        gate = _open_gate(pool, run, "resume", None)
+        try:
+            raised = resume_run(
+                run,
+                gate,
+                reviewer=args.reviewer,
+                pool=pool,
+                callbacks=ensure_engine(conninfo),
+                raise_budget_usd=args.raise_budget,
+            )
+        except GateDecisionError as exc:
+            raise CommandError(str(exc), ExitCode.FAILED) from None
+    if args.raise_budget and not raised:
+        say(f"  the run has no budget scope yet; nothing to raise (run:{run.run_id})")
     say(f"resumed {args.run_id}")
     return ExitCode.OK
 
 
-def _raise_budget(conninfo: str, run_id: str, usd: float) -> None:
-    from switchyard.runtime.models_catalog import to_micros
-
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        updated = conn.execute(
-            "UPDATE budget_scopes SET limit_micros = COALESCE(limit_micros, 0) + %s WHERE scope ="
-            " %s",
-            (to_micros(str(usd)), f"run:{run_id}"),
-        ).rowcount
-    if not updated:
-        say(f"  the run has no budget scope yet; nothing to raise (run:{run_id})")
-
-
 def _cancel(args: argparse.Namespace) -> int:
-    conninfo, arn = _open(args)
-    client = ensure_engine(conninfo)
-    client.stop(arn, "cancelled", args.note or "cancelled from the command line")
+    with _run(args.run_id) as (conninfo, _, run):
+        try:
+            cancel_run(
+                run,
+                callbacks=ensure_engine(conninfo),
+                note=args.note or "cancelled from the command line",
+            )
+        except RunEndedError as exc:
+            raise CommandError(str(exc), ExitCode.FAILED) from None
     say(f"cancelled {args.run_id}")
     return ExitCode.OK

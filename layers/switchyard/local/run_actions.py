@@ -1,0 +1,142 @@
+"""What a person does to a run on the local engine: decide its open gate, resume it when paused
+(raising its budget first), cancel it. `switchyard approve|reject|resume|cancel` and the REST API
+both call these; each names the run by its id (the execution name) or its execution ARN.
+
+The caller gives the engine to talk to (`callbacks`) only once the run and its gate are found, so
+a command about a run that does not exist starts no engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from switchyard.gates import Decision, Gate, GateStatus, GateStore, Roles, TaskCallbacks, decide
+from switchyard.local.report import find_run
+from switchyard.stores.tool_calls import PostgresDecisionStore
+
+FINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled", "timed_out"})
+
+GATE_KINDS: dict[str, tuple[str, ...]] = {
+    "approve": ("approval", "human"),
+    "reject": ("approval", "human"),
+    "resume": ("pause", "budget"),
+}
+"""Which gates an action decides: approvals and tool calls are approved or rejected; a paused run
+(an error with `on_error: pause`, or a step the budget refused) is resumed."""
+
+
+class NoOpenGateError(LookupError):
+    """The run is not waiting at a gate the action could decide."""
+
+
+class RunEndedError(ValueError):
+    """The run has already ended: there is nothing left to cancel."""
+
+
+@dataclass(frozen=True)
+class RunRef:
+    execution_id: int
+    execution_arn: str
+    run_id: str
+    workflow: str
+    status: str
+
+
+def locate_run(conn: psycopg.Connection[Any], run: str) -> RunRef:
+    """The run named by its id or execution ARN; RunNotFoundError when there is none."""
+    execution_id, arn = find_run(conn, run)
+    row = conn.execute(
+        "SELECT run_id, workflow, status FROM workflow_runs WHERE execution_id = %s",
+        (execution_id,),
+    ).fetchone()
+    assert row is not None  # find_run found it through this table
+    return RunRef(execution_id, arn, str(row[0]), str(row[1]), str(row[2]))
+
+
+def open_gate_for(pool: ConnectionPool, run: RunRef, action: str, step: str | None = None) -> Gate:
+    """The open gate of the run (at `step`, if given) that `action` decides; the latest one when
+    several are open (parallel branches each waiting)."""
+    kinds = GATE_KINDS[action]
+    gates = [
+        gate
+        for gate in GateStore(pool).by_execution(run.execution_arn)
+        if gate.status is GateStatus.OPEN
+        and gate.kind in kinds
+        and (step is None or gate.step_id == step)
+    ]
+    if not gates:
+        where = f" at {step}" if step else ""
+        what = "paused step" if action == "resume" else f"{'/'.join(kinds)} gate"
+        raise NoOpenGateError(f"run {run.run_id} has no open {what}{where} (it is {run.status})")
+    return gates[-1]
+
+
+def decide_gate(
+    gate: Gate,
+    decision: Decision,
+    *,
+    pool: ConnectionPool,
+    callbacks: TaskCallbacks,
+    roles: Roles | None = None,
+) -> Gate:
+    """Record the decision and send it to the waiting run (`switchyard.gates.decide`, with the
+    local stores); GateDecisionError (GateForbiddenError, GateClosedError) when it cannot be."""
+    return decide(
+        gate,
+        decision,
+        store=GateStore(pool),
+        callbacks=callbacks,
+        roles=roles if roles is not None else Roles.from_env(),
+        decisions=PostgresDecisionStore(pool),
+    )
+
+
+def resume_run(
+    run: RunRef,
+    gate: Gate,
+    *,
+    reviewer: str,
+    pool: ConnectionPool,
+    callbacks: TaskCallbacks,
+    raise_budget_usd: float | None = None,
+    note: str | None = None,
+    roles: Roles | None = None,
+) -> bool:
+    """Resume a paused run at `gate` (the paused step runs again), raising its budget by
+    `raise_budget_usd` first; True when a budget was raised (False: the run has no budget scope
+    to raise)."""
+    raised = False
+    if raise_budget_usd:
+        with pool.connection() as conn:
+            raised = raise_budget(conn, run.run_id, raise_budget_usd)
+    decide_gate(
+        gate,
+        Decision("resume", reviewer, note=note),
+        pool=pool,
+        callbacks=callbacks,
+        roles=roles,
+    )
+    return raised
+
+
+def raise_budget(conn: psycopg.Connection[Any], run_id: str, usd: float) -> bool:
+    """Raise the run's budget (its `run:<id>` scope in the PostgreSQL ledger) by `usd`; False when
+    the run has no budget scope yet."""
+    from switchyard.runtime.models_catalog import to_micros
+
+    updated = conn.execute(
+        "UPDATE budget_scopes SET limit_micros = COALESCE(limit_micros, 0) + %s WHERE scope = %s",
+        (to_micros(str(usd)), f"run:{run_id}"),
+    ).rowcount
+    return bool(updated)
+
+
+def cancel_run(run: RunRef, *, callbacks: TaskCallbacks, note: str) -> None:
+    """Stop a run that has not ended (Step Functions' StopExecution, error `cancelled`)."""
+    if run.status in FINAL_STATUSES:
+        raise RunEndedError(f"run {run.run_id} has already ended ({run.status})")
+    callbacks.stop(run.execution_arn, "cancelled", note)
