@@ -24,9 +24,9 @@ from switchyard.gates import Decision, GateDecisionError, GateStore, decide
 from switchyard.gates.model import Gate
 from switchyard.local.database import open_database
 from switchyard.local.engine_client import EngineClient, connect, start_background_engine
+from switchyard.local.model_access import has_model_credentials, needs_model
 from switchyard.local.report import RunView, run_view
 from switchyard.local.workflows import WorkflowFileError, install
-from switchyard.model import AgentBody, LlmRouter, LoopStep, MapStep, Workflow
 from switchyard.platform.run_start import InvalidRunInputError, check_inputs
 from switchyard.runtime.providers import load_script
 from switchyard.stores.tool_calls import PostgresDecisionStore
@@ -84,24 +84,6 @@ def _decisions(values: list[str], action: str) -> dict[str, Decision]:
     return found
 
 
-def _needs_model(workflows: list[Workflow]) -> bool:
-    for workflow in workflows:
-        for step in workflow.steps.values():
-            body = step.step if isinstance(step, MapStep | LoopStep) else step
-            if isinstance(body, AgentBody | LlmRouter):
-                return True
-    return False
-
-
-def _credentials() -> bool:
-    return bool(
-        os.environ.get(API_KEY_ENV)
-        or os.environ.get("SWITCHYARD_ANTHROPIC_SECRET")
-        or os.environ.get("AWS_ACCESS_KEY_ID")
-        or os.environ.get("AWS_PROFILE")
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     path = Path(args.file)
     results = validate_paths([path])
@@ -124,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
             script = load_script(script_path)
         except (OSError, ValueError) as exc:
             raise CommandError(f"cannot read the model script {script_path}: {exc}") from None
-    elif _needs_model([workflow]) and not _credentials():
+    elif needs_model([workflow]) and not has_model_credentials():
         raise CommandError(
             f"{path} has agent or LLM router steps, and no model credentials are set: set "
             f"{API_KEY_ENV} (or AWS credentials for provider bedrock), or answer from a script "

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from switchyard.constants import DATABASE_URL_ENV
 from switchyard.engine import remote
 from switchyard.engine.commands import Callback, StartExecution, StopExecution
+from switchyard.engine.engine import Engine
 from switchyard.engine.ownership import Ownership
 from switchyard.engine.serve import EngineProcess
 from switchyard.gates import TaskCallbacks
@@ -29,35 +30,38 @@ class EngineClient(TaskCallbacks, Protocol):
     def close(self) -> None: ...
 
 
-class InProcessEngine:
+class EngineCommands:
+    """Commands to an engine started in this process, through its coordinator: what a server
+    beside the engine (the REST API of `switchyard dev`) starts runs and sends decisions with."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def start_execution(
+        self, machine_arn: str, name: str, data: Any, options: dict[str, Any]
+    ) -> str:
+        started = self.engine.submit(StartExecution(machine_arn, name, data, options=options))
+        return str(started["executionArn"])
+
+    def send_success(self, token: str, output: Any) -> None:
+        self.engine.submit(Callback(token, "success", output=output))
+
+    def send_failure(self, token: str, error: str, cause: str) -> None:
+        self.engine.submit(Callback(token, "failure", error=error, cause=cause))
+
+    def stop(self, execution_arn: str, error: str, cause: str) -> None:
+        self.engine.submit(StopExecution(execution_arn, error, cause))
+
+
+class InProcessEngine(EngineCommands):
     """This process owns the database: the engine runs here while the command follows a run.
     Other commands (another terminal's `switchyard approve`) reach it through its listener."""
 
     in_process = True
 
     def __init__(self, process: EngineProcess) -> None:
+        super().__init__(process.engine)
         self._process = process
-
-    @property
-    def engine(self) -> Any:
-        return self._process.engine
-
-    def start_execution(
-        self, machine_arn: str, name: str, data: Any, options: dict[str, Any]
-    ) -> str:
-        started = self._process.engine.submit(
-            StartExecution(machine_arn, name, data, options=options)
-        )
-        return str(started["executionArn"])
-
-    def send_success(self, token: str, output: Any) -> None:
-        self._process.engine.submit(Callback(token, "success", output=output))
-
-    def send_failure(self, token: str, error: str, cause: str) -> None:
-        self._process.engine.submit(Callback(token, "failure", error=error, cause=cause))
-
-    def stop(self, execution_arn: str, error: str, cause: str) -> None:
-        self._process.engine.submit(StopExecution(execution_arn, error, cause))
 
     def close(self) -> None:
         self._process.close()

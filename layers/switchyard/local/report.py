@@ -132,18 +132,31 @@ def run_view(conn: psycopg.Connection[Any], execution_id: int) -> RunView:
 
 
 def list_runs(
-    conn: psycopg.Connection[Any], *, status: str | None, limit: int = 50
+    conn: psycopg.Connection[Any],
+    *,
+    status: str | None,
+    limit: int = 50,
+    workflow: str | None = None,
 ) -> list[dict[str, Any]]:
-    cursor = conn.cursor(row_factory=dict_row)
+    """The latest runs first, of one status and/or one workflow when given."""
+    where = ["TRUE"]
+    params: list[Any] = []
     if status:
-        rows = cursor.execute(
-            "SELECT * FROM workflow_runs WHERE status = %s ORDER BY started_at DESC LIMIT %s",
-            (status, limit),
-        ).fetchall()
-    else:
-        rows = cursor.execute(
-            "SELECT * FROM workflow_runs ORDER BY started_at DESC LIMIT %s", (limit,)
-        ).fetchall()
+        where.append("status = %s")
+        params.append(status)
+    if workflow:
+        where.append("workflow = %s")
+        params.append(workflow)
+    rows = (
+        conn.cursor(row_factory=dict_row)
+        .execute(
+            # only fixed conditions are joined; the values are parameters
+            f"SELECT * FROM workflow_runs WHERE {' AND '.join(where)}"
+            " ORDER BY started_at DESC LIMIT %s",
+            (*params, limit),
+        )
+        .fetchall()
+    )
     return [
         {
             "run_id": r["run_id"],
