@@ -238,7 +238,13 @@ def main(argv: list[str] | None = None) -> None:
     peers = [p for p in args.peers.split(",") if p and p != "none"] if "e" in sections else []
     if peers:
         python = ensure_venv(args.peers_venv or default_venv())
-        results["peers"] = {name: peer_section(name, python, args) for name in peers}
+        results["peers"] = {}
+        for name in peers:
+            # switchyard again just before each peer, so that each ratio compares two
+            # measurements taken under the same load of this shared machine
+            adjacent = switchyard_sections(args, {"b", "c"})
+            results["peers"][name] = peer_section(name, python, args)
+            results["peers"][name]["switchyard_adjacent"] = adjacent
     results["load_after"] = load()
     print_report(results, args)
     if args.json:
