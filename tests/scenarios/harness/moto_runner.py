@@ -1,8 +1,9 @@
 """Run a scenario on moto's Step Functions interpreter (ported from LocalStack; not ours).
 
-Lambda invocations are routed to the scenario's scripted functions, and three casing bugs of
-moto's `startExecution.sync:2` integration are patched so that child executions run (the
-parameters go to boto3 in camelCase, the responses come back in PascalCase as on AWS).
+Lambda invocations are routed to the scenario's scripted functions (or to any `StepFunctions`,
+e.g. the real handlers in tests/e2e), and three casing bugs of moto's `startExecution.sync:2`
+integration are patched so that child executions run (the parameters go to boto3 in camelCase,
+the responses come back in PascalCase as on AWS).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from typing import Any
+from typing import Any, Protocol
 from unittest import mock
 
 import boto3
@@ -35,6 +36,12 @@ FUNCTION_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{{}}"
 DEADLINE_SECONDS = 90
 
 
+class StepFunctions(Protocol):
+    """The functions behind moto's Lambda: a failure raises, named by its error type."""
+
+    def invoke(self, function: str, payload: dict[str, Any]) -> Any: ...
+
+
 def function_arns() -> dict[str, str]:
     return {function_placeholder(f): FUNCTION_ARN.format(f.value) for f in FUNCTIONS}
 
@@ -54,7 +61,7 @@ def _camel(key: str) -> str:
 
 
 @contextmanager
-def moto_step_functions(functions: ScriptedFunctions) -> Iterator[Any]:
+def moto_step_functions(functions: StepFunctions) -> Iterator[Any]:
     """moto with executing state machines, our functions behind Lambda, sync:2 children fixed."""
 
     def invoke(
@@ -151,7 +158,7 @@ def run_on_moto(scenario: Scenario, *, definitions: dict[str, str] | None = None
             stateMachineArn=arn, name=f"run-{scenario.name}", input=json.dumps(scenario.input)
         )["executionArn"]
         described = _drive(sfn, execution, functions, scenario)
-        events = _history(sfn, execution)
+        events = execution_history(sfn, execution)
         dead_letters = _dead_letters()
     steps, entered = records_from_history(events)
     output = json.loads(described["output"]) if described.get("output") else None
@@ -241,7 +248,7 @@ def _dead_letters() -> list[str]:
         steps += [json.loads(m["Body"])["step_id"] for m in messages]
 
 
-def _history(sfn: Any, execution: str) -> list[dict[str, Any]]:
+def execution_history(sfn: Any, execution: str) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     token: str | None = None
     while True:
