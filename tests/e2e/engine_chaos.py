@@ -5,9 +5,9 @@ nothing was lost, stuck or done twice. Used by `test_crash_safety.py` (CI, ~20 k
 The engine runs as a real process, `python -m switchyard.engine.serve`, on a real PostgreSQL
 database. Runs of `workflows/crash-ledger.yaml` are started in waves through the database's
 command queue while the engine is up (never with a command in flight when it is killed), so
-every moment of a kill finds runs in flight. Each kill comes a random few to few hundred
-milliseconds after a moment of the engine's life: just after it took the database, just after
-it made progress on runs that existed before it started, or just after it accepted new runs.
+kills find runs in flight. Each kill comes a random few to few hundred milliseconds after a
+moment of the engine's life: just after it took the database (often mid-recovery), just after it
+made progress on runs that existed before it started, or just after it accepted new runs.
 
 Every run writes ledger rows keyed by its logical step (`<run>:open`, `<run>:fan:<i>`,
 `<run>:close`) through `sql.query` with side effect `idempotent`; a key with two rows is a
@@ -79,6 +79,8 @@ class Cycle:
     owned_after: float | None = None
     progress_after: float | None = None
     started_runs: int = 0
+    stalled: bool = False
+    """Runs were in flight and the engine made no progress on them within `progress_timeout`."""
 
 
 @dataclass
@@ -117,7 +119,12 @@ class ChaosReport:
             and not self.missing_effects
             and not self.wrong_outputs
             and not self.leftovers
+            and not self.stalls
         )
+
+    @property
+    def stalls(self) -> int:
+        return sum(1 for c in self.cycles if c.stalled)
 
     def summary(self) -> str:
         own = [c.owned_after for c in self.cycles if c.owned_after is not None]
@@ -128,9 +135,10 @@ class ChaosReport:
             f"not succeeded: {len(self.not_succeeded)}; lost: {len(self.lost)}",
             f"duplicated effects: {sum(n - 1 for n in self.duplicated.values())} "
             f"(keys {len(self.duplicated)}); missing effects: {len(self.missing_effects)}; "
-            f"wrong outputs: {len(self.wrong_outputs)}; leftovers: {self.leftovers or 'none'}",
+            f"wrong outputs: {len(self.wrong_outputs)}; leftovers: {self.leftovers or 'none'}; "
+            f"lives without progress on runs in flight: {self.stalls}",
             "restart -> owns the database: " + _stats(own),
-            f"restart -> progress on earlier runs ({len(progress)} of {len(self.cycles)} lives "
+            f"restart -> progress on runs in flight ({len(progress)} of {len(self.cycles)} lives "
             "got that far): " + _stats(progress),
         ]
         anchors = {a: sum(1 for c in self.cycles if c.anchor == a) for a in _ANCHORS}
@@ -213,24 +221,27 @@ class EngineUnderTest:
 
 
 def _owner(conn: psycopg.Connection[Any]) -> int | None:
+    """The backend holding this database's engine lock (other databases' engines on the same
+    server hold the same lock number)."""
     row = conn.execute(
-        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
-        " AND objid = %s AND classid = 0",
+        "SELECT l.pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database"
+        " WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = %s"
+        " AND d.datname = current_database()",
         (ENGINE_LOCK & 0xFFFFFFFF,),
     ).fetchone()
     return int(row[0]) if row else None
 
 
-def _events_of(conn: psycopg.Connection[Any], up_to_execution: int) -> int:
+def _events_of(conn: psycopg.Connection[Any], executions: list[int]) -> int:
     row = conn.execute(
-        "SELECT count(*) FROM sfn_history WHERE execution_id <= %s", (up_to_execution,)
+        "SELECT count(*) FROM sfn_history WHERE execution_id = ANY(%s)", (executions,)
     ).fetchone()
     return int(row[0]) if row else 0
 
 
-def _last_execution(conn: psycopg.Connection[Any]) -> int:
-    row = conn.execute("SELECT coalesce(max(id), 0) FROM sfn_executions").fetchone()
-    return int(row[0]) if row else 0
+def _running(conn: psycopg.Connection[Any]) -> list[int]:
+    rows = conn.execute("SELECT id FROM sfn_executions WHERE status = 'RUNNING'").fetchall()
+    return [int(row[0]) for row in rows]
 
 
 def start(conninfo: str, version_arn: str, name: str, data: Any) -> None:
@@ -263,25 +274,27 @@ def run_chaos(
     rng = random.Random(seed)
     version_arn = prepare(conninfo)
     names = [f"chaos-{i:05d}" for i in range(config.runs)]
-    # Waves over the first three quarters of the lives, so the last kills still find runs.
-    wave_lives = max(1, (config.kills * 3) // 4)
-    waves = [names[i::wave_lives] for i in range(wave_lives)]
     engine = EngineUnderTest(conninfo, log_dir)
     report = ChaosReport(seed, config.runs, config.kills, 0.0, log_dir=log_dir)
     began = time.monotonic()
-    started: list[str] = []
+    waiting = list(names)
     with psycopg.connect(conninfo, autocommit=True) as watch:
         try:
             for life in range(config.kills):
-                wave = waves[life] if life < len(waves) else []
-                cycle = _one_life(conninfo, watch, engine, rng, config, version_arn, wave)
-                started += wave
-                report.cycles.append(cycle)
+                in_flight = bool(_running(watch))
+                anchor = _anchor(rng, in_flight=in_flight, runs_left=bool(waiting))
+                wave: list[str] = []
+                if anchor == "new runs":
+                    # About 40% of the remaining lives start runs: spread them evenly.
+                    size = math.ceil(len(waiting) / max(1.0, (config.kills - life) * 0.4))
+                    wave, waiting = waiting[:size], waiting[size:]
+                report.cycles.append(
+                    _one_life(conninfo, watch, engine, rng, config, version_arn, anchor, wave)
+                )
                 if (life + 1) % 25 == 0:
-                    say(f"{life + 1} kills, {len(started)} runs started")
-            missing = [n for n in names if n not in started]
+                    say(f"{life + 1} kills, {config.runs - len(waiting)} runs started")
             engine.spawn()
-            for name in missing:  # only when there were fewer lives than waves
+            for name in waiting:  # what the lives left over starts on the last engine
                 _start(conninfo, version_arn, name, config.items)
             wait_until_finished(watch, names, config.finish_timeout)
         finally:
@@ -291,6 +304,14 @@ def run_chaos(
     return report
 
 
+def _anchor(rng: random.Random, *, in_flight: bool, runs_left: bool) -> str:
+    """What the kill's delay counts from: progress only where runs are in flight to progress."""
+    if in_flight:
+        choices = [("ownership", 0.2), ("progress", 0.4), ("new runs", 0.4 if runs_left else 0)]
+        return rng.choices([c for c, _ in choices], [w for _, w in choices])[0]
+    return "new runs" if runs_left else "ownership"
+
+
 def _one_life(
     conninfo: str,
     watch: psycopg.Connection[Any],
@@ -298,14 +319,13 @@ def _one_life(
     rng: random.Random,
     config: ChaosConfig,
     version_arn: str,
+    anchor: str,
     wave: list[str],
 ) -> Cycle:
     previous_owner = _owner(watch)
-    last_execution = _last_execution(watch)
-    events_before = _events_of(watch, last_execution)
-    delay = rng.uniform(config.min_delay, config.max_delay)
-    anchor = "new runs" if wave else rng.choice(("ownership", "progress", "progress"))
-    cycle = Cycle(anchor, delay)
+    in_flight = _running(watch)
+    events_before = _events_of(watch, in_flight)
+    cycle = Cycle(anchor, rng.uniform(config.min_delay, config.max_delay))
     spawned = time.monotonic()
     engine.spawn()
 
@@ -318,7 +338,7 @@ def _one_life(
         if (
             cycle.owned_after is not None
             and cycle.progress_after is None
-            and _events_of(watch, last_execution) > events_before
+            and _events_of(watch, in_flight) > events_before
         ):
             cycle.progress_after = now
 
@@ -340,8 +360,10 @@ def _one_life(
         cycle.started_runs = len(wave)
     elif anchor == "progress":
         until(lambda: cycle.progress_after is not None, config.progress_timeout)
-    kill_at = time.monotonic() + delay
-    until(lambda: time.monotonic() >= kill_at, delay + 1.0)
+        if cycle.progress_after is None:
+            cycle.stalled = True
+    kill_at = time.monotonic() + cycle.delay
+    until(lambda: time.monotonic() >= kill_at, cycle.delay + 1.0)
     engine.kill()
     return cycle
 

@@ -26,3 +26,4 @@ def test_the_engine_killed_at_random_moments_completes_every_run_once(tmp_path: 
     assert report.duplicated == {}, report.summary()
     assert report.missing_effects == [] and report.wrong_outputs == [], report.summary()
     assert report.leftovers == {}, report.summary()
+    assert report.stalls == 0, report.summary()
