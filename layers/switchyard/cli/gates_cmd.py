@@ -112,18 +112,20 @@ def _resume(args: argparse.Namespace) -> int:
         except GateDecisionError as exc:
             raise CommandError(str(exc), ExitCode.FAILED) from None
     if args.raise_budget and not raised:
-        say(f"  the run has no budget scope yet; nothing to raise (run:{run.run_id})")
+        say(f"  the run has no money budget; nothing to raise (run:{run.run_id})")
     say(f"resumed {args.run_id}")
     return ExitCode.OK
 
 
 def _cancel(args: argparse.Namespace) -> int:
-    with _run(args.run_id) as (conninfo, _, run):
+    with _run(args.run_id) as (conninfo, pool, run):
         try:
             cancel_run(
                 run,
+                pool=pool,
                 callbacks=ensure_engine(conninfo),
                 note=args.note or "cancelled from the command line",
+                reviewer=os.environ.get("USER", "cli"),
             )
         except RunEndedError as exc:
             raise CommandError(str(exc), ExitCode.FAILED) from None

@@ -8,13 +8,23 @@ a command about a run that does not exist starts no engine.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from switchyard.gates import Decision, Gate, GateStatus, GateStore, Roles, TaskCallbacks, decide
+from switchyard.gates import (
+    Decision,
+    Gate,
+    GateForbiddenError,
+    GateStatus,
+    GateStore,
+    Roles,
+    TaskCallbacks,
+    decide,
+)
 from switchyard.local.report import find_run
 from switchyard.stores.tool_calls import PostgresDecisionStore
 
@@ -107,12 +117,15 @@ def resume_run(
     roles: Roles | None = None,
 ) -> bool:
     """Resume a paused run at `gate` (the paused step runs again), raising its budget by
-    `raise_budget_usd` first; True when a budget was raised (False: the run has no budget scope
+    `raise_budget_usd` first; True when a budget was raised (False: the run has no money budget
     to raise)."""
+    roles = roles if roles is not None else Roles.from_env()
+    if not roles.may_decide(gate.assignee, reviewer):  # before the budget changes
+        raise GateForbiddenError(f"{reviewer} may not decide for {gate.assignee}")
     raised = False
     if raise_budget_usd:
         with pool.connection() as conn:
-            raised = raise_budget(conn, run.run_id, raise_budget_usd)
+            raised = raise_budget(conn, run, raise_budget_usd)
     decide_gate(
         gate,
         Decision("resume", reviewer, note=note),
@@ -123,20 +136,79 @@ def resume_run(
     return raised
 
 
-def raise_budget(conn: psycopg.Connection[Any], run_id: str, usd: float) -> bool:
-    """Raise the run's budget (its `run:<id>` scope in the PostgreSQL ledger) by `usd`; False when
-    the run has no budget scope yet."""
+def raise_budget(conn: psycopg.Connection[Any], run: RunRef, usd: float) -> bool:
+    """Raise the run's money budget (its `run:<id>` scope in the PostgreSQL ledger) by `usd`;
+    False when the run has no money budget. A run refused at its first call has no scope row
+    yet (the refused reservation left nothing): the row is written with the workflow's budget
+    plus `usd`, and the ledger keeps it when the step reserves again."""
     from switchyard.runtime.models_catalog import to_micros
 
+    scope, more = f"run:{run.run_id}", to_micros(str(usd))
     updated = conn.execute(
-        "UPDATE budget_scopes SET limit_micros = COALESCE(limit_micros, 0) + %s WHERE scope = %s",
-        (to_micros(str(usd)), f"run:{run_id}"),
+        "UPDATE budget_scopes SET limit_micros = limit_micros + %s"
+        " WHERE scope = %s AND limit_micros IS NOT NULL",
+        (more, scope),
     ).rowcount
-    return bool(updated)
+    if updated:
+        return True
+    if conn.execute("SELECT 1 FROM budget_scopes WHERE scope = %s", (scope,)).fetchone():
+        return False  # a scope with no money limit (a token budget only)
+    budget = _workflow_budget(conn, run.execution_id)
+    if budget is None or budget.get("max_cost_usd") is None:
+        return False
+    conn.execute(
+        "INSERT INTO budget_scopes (scope, limit_micros) VALUES (%s, %s)"
+        " ON CONFLICT (scope) DO UPDATE SET limit_micros = budget_scopes.limit_micros + %s"
+        " WHERE budget_scopes.limit_micros IS NOT NULL",
+        (scope, to_micros(str(budget["max_cost_usd"])) + more, more),
+    )
+    return True
 
 
-def cancel_run(run: RunRef, *, callbacks: TaskCallbacks, note: str) -> None:
-    """Stop a run that has not ended (Step Functions' StopExecution, error `cancelled`)."""
+def _workflow_budget(conn: psycopg.Connection[Any], execution_id: int) -> dict[str, Any] | None:
+    """The run's `budget` as its compiled machine passes it to the steps (`workflow.budget`)."""
+    row = conn.execute(
+        "SELECT d.definition FROM sfn_executions e JOIN sfn_definitions d"
+        " ON d.hash = e.definition_hash WHERE e.id = %s",
+        (execution_id,),
+    ).fetchone()
+    return _find_budget(json.loads(row[0])) if row else None
+
+
+def _find_budget(node: Any) -> dict[str, Any] | None:
+    if isinstance(node, dict):
+        workflow = node.get("workflow")
+        if isinstance(workflow, dict) and isinstance(workflow.get("budget"), dict):
+            return workflow["budget"]  # type: ignore[no-any-return]
+        children: Any = node.values()
+    elif isinstance(node, list):
+        children = node
+    else:
+        return None
+    for child in children:
+        found = _find_budget(child)
+        if found is not None:
+            return found
+    return None
+
+
+def cancel_run(
+    run: RunRef,
+    *,
+    pool: ConnectionPool,
+    callbacks: TaskCallbacks,
+    note: str,
+    reviewer: str | None = None,
+) -> int:
+    """Stop a run that has not ended (Step Functions' StopExecution, error `cancelled`). Its open
+    gates are closed as cancelled (their task tokens are dead once the run stops), so no one is
+    left asked to decide them; returns how many were."""
     if run.status in FINAL_STATUSES:
         raise RunEndedError(f"run {run.run_id} has already ended ({run.status})")
     callbacks.stop(run.execution_arn, "cancelled", note)
+    with pool.connection() as conn:
+        return conn.execute(
+            "UPDATE gates SET status = 'decided', decision = 'cancel', reviewer = %s, note = %s,"
+            " decided_at = now() WHERE execution_arn = %s AND status = 'open'",
+            (reviewer, note, run.execution_arn),
+        ).rowcount
