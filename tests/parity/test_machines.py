@@ -146,11 +146,21 @@ MOTO_DEVIATIONS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+# moto runs Parallel branches on threads and stops the others when one fails; whether a sibling
+# branch entered its first state before that is a race there (AWS, and the engine, enter every
+# branch). Such states are left out of the comparison.
+RACY_STATES: dict[str, set[str]] = {"parallel-branch-fails": {"Ok"}}
+
+
 @pytest.mark.parametrize("name", sorted(set(CASES) - set(MOTO_DEVIATIONS)))
 def test_hand_written_machine_agrees_with_moto(name: str, engine: tuple[Engine, Functions]) -> None:
     definition, data = CASES[name]
     expected = run_moto(definition, data)
     got = run_engine(*engine, name, definition, data)
+    racy = RACY_STATES.get(name, set())
+    assert racy <= got["entered"]
+    for outcome in (expected, got):
+        outcome["entered"] = outcome["entered"] - racy
     assert got == expected
 
 

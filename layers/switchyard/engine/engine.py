@@ -244,7 +244,9 @@ class Engine:
         self._touched.clear()
         try:
             with self._conn.pipeline(), self._conn.transaction():
-                self._prefetch = Prefetch.read(self._store, commands, self._ids)
+                self._prefetch = Prefetch.read(
+                    self._store, commands, self._ids, cached=self._cache.__contains__
+                )
                 for command in commands:
                     self._apply_unguarded(command, batch)
                 self._store.write_transitions(batch.transitions)
@@ -438,7 +440,9 @@ class Engine:
             self._current_execution_id = execution_id
             self._touched.add(execution_id)
             return self._cache[execution_id]
-        row = self._store.execution_row(arn=arn, execution_id=execution_id)
+        row = self._prefetch.rows.get(execution_id) if execution_id is not None else None
+        if row is None:
+            row = self._store.execution_row(arn=arn, execution_id=execution_id)
         if row is None:
             return None
         execution = self._from_row(row)
@@ -472,7 +476,7 @@ class Engine:
             options=row.options,
             version=row.version,
         )
-        self._store.load_frames(execution)
+        self._store.load_frames(execution, self._prefetch.frames_of(row.id))
         return execution
 
     def _cache_put(self, execution: Execution) -> None:
@@ -530,6 +534,9 @@ class Engine:
         dispatched = self._inflight.get((execution.id, frame_id, attempt))
         if dispatched is not None:
             return dispatched
+        known, request = self._prefetch.task((execution.id, frame_id, attempt))
+        if known:
+            return request
         assert self._conn is not None
         row = self._conn.execute(
             "SELECT kind, resource, parameters, token, timeout_seconds FROM sfn_tasks"
@@ -542,7 +549,9 @@ class Engine:
 
     def _callback(self, command: Callback, batch: _Batch) -> dict[str, Any]:
         assert self._store is not None and self._recorder is not None
-        found = self._store.token(command.token)
+        known, found = self._prefetch.token(command.token)
+        if not known:
+            found = self._store.token(command.token)
         if found is None:
             raise errors.TaskDoesNotExist("Task Does Not Exist")
         if found[2]:

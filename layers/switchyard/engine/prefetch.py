@@ -1,23 +1,33 @@
-"""What a batch of starts needs from the database, read in two queries instead of three per start.
+"""What a batch of commands needs from the database, read in a few queries for the whole batch.
 
-A batch of commands is applied in PostgreSQL's pipeline mode: writes are queued and sent together,
-and only a read makes the coordinator wait for the server. Starting an execution needs its state
-machine's definition hash, whether the name is taken, and a new id; `Prefetch.read` answers all
-three for every start in the batch at once (ids come from the table's sequence, so an insert needs
-no `RETURNING`). A start the prefetch did not cover (a child started inside the batch, a version or
-alias ARN) falls back to the single-row queries.
+A batch is applied in PostgreSQL's pipeline mode: writes are queued and sent together, and only a
+read makes the coordinator wait for the server. So the reads are done up front, once per batch:
+
+- starts need their state machine's definition hash, whether the name is taken, and a new id (ids
+  come from the table's sequence, a block at a time, so an insert needs no `RETURNING`);
+- callbacks need their token's task;
+- results, timers and callbacks for executions that are not in memory (a run parked at a gate, a
+  long wait) need the execution's row, frames and unfinished tasks.
+
+Whatever the prefetch did not cover (a child started inside the batch, a version or alias ARN)
+falls back to single-row queries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from switchyard.engine.arns import split_machine_arn
-from switchyard.engine.commands import Command, StartExecution
+from switchyard.engine.commands import Callback, Command, StartExecution, TaskDone, TimerFired
+from switchyard.engine.interpreter import TaskRequest
 from switchyard.engine.store import EngineStore, ExecutionRow
 
 _ID_BLOCK = 64
+
+TaskKey = tuple[int, int, int]
+"""(execution id, frame id, attempt)"""
 
 
 @dataclass
@@ -42,24 +52,61 @@ class Prefetch:
     machines_read: set[str] = field(default_factory=set)
     existing: dict[tuple[str, str], ExecutionRow] = field(default_factory=dict)
     names_read: set[tuple[str, str]] = field(default_factory=set)
+    tokens: dict[str, tuple[int, int, bool]] = field(default_factory=dict)
+    tokens_read: set[str] = field(default_factory=set)
+    rows: dict[int, ExecutionRow] = field(default_factory=dict)
+    frames: dict[int, list[tuple[int, dict[str, Any]]]] = field(default_factory=dict)
+    tasks: dict[TaskKey, TaskRequest] = field(default_factory=dict)
+    tasks_read: set[int] = field(default_factory=set)
 
     @classmethod
-    def read(cls, store: EngineStore, commands: Iterable[Command], ids: IdPool) -> Prefetch:
-        starts = [c for c in commands if isinstance(c, StartExecution)]
+    def read(
+        cls,
+        store: EngineStore,
+        commands: Iterable[Command],
+        ids: IdPool,
+        cached: Callable[[int], bool],
+    ) -> Prefetch:
         found = cls()
-        if not starts:
-            return found
+        commands = list(commands)
+        starts = [c for c in commands if isinstance(c, StartExecution)]
+        if starts:
+            found._read_starts(store, starts, ids)
+        tokens = [c.token for c in commands if isinstance(c, Callback)]
+        if tokens:
+            found.tokens = store.tokens(tokens)
+            found.tokens_read = set(tokens)
+        wanted = {c.execution_id for c in commands if isinstance(c, TimerFired)}
+        wanted |= {c.outcome.key[0] for c in commands if isinstance(c, TaskDone)}
+        waiting = {execution for execution, _, closed in found.tokens.values() if not closed}
+        load = {i for i in wanted | waiting if not cached(i)}
+        if load:
+            found.rows = store.execution_rows(load)
+            found.frames = store.frames_of(load)
+        if load | waiting:
+            found._read_tasks(store, load | waiting)
+        return found
+
+    def _read_starts(self, store: EngineStore, starts: list[StartExecution], ids: IdPool) -> None:
         machines = {split_machine_arn(c.machine_arn)[0] for c in starts}
         names = {(split_machine_arn(c.machine_arn)[0], c.name) for c in starts if c.name}
-        found.machine_hashes = store.machine_hashes(sorted(machines))
-        found.machines_read = machines
+        self.machine_hashes = store.machine_hashes(sorted(machines))
+        self.machines_read = machines
         if names:
-            found.existing = {
+            self.existing = {
                 (row.machine_arn, row.name): row for row in store.executions_named(names)
             }
-            found.names_read = names
+            self.names_read = names
         ids.reserve(store, len(starts))
-        return found
+
+    def _read_tasks(self, store: EngineStore, executions: set[int]) -> None:
+        for row in store.tasks_of(executions):
+            key = (int(row["execution_id"]), int(row["frame_id"]), int(row["attempt"]))
+            self.tasks[key] = TaskRequest(
+                row["execution_arn"], row["frame_id"], row["attempt"], row["kind"],
+                row["resource"], row["parameters"], row["token"], row["timeout_seconds"],
+            )  # fmt: skip
+        self.tasks_read = executions
 
     def machine_hash(self, arn: str) -> tuple[bool, str | None]:
         """(known, hash): whether the prefetch read this machine, and its hash if it exists."""
@@ -72,3 +119,19 @@ class Prefetch:
         if (machine_arn, name) not in self.names_read:
             return False, None
         return True, self.existing.get((machine_arn, name))
+
+    def frames_of(self, execution_id: int) -> list[tuple[int, dict[str, Any]]] | None:
+        """The frames read for an execution whose row was read, else None."""
+        if execution_id not in self.rows:
+            return None
+        return self.frames.get(execution_id, [])
+
+    def token(self, token: str) -> tuple[bool, tuple[int, int, bool] | None]:
+        if token not in self.tokens_read:
+            return False, None
+        return True, self.tokens.get(token)
+
+    def task(self, key: TaskKey) -> tuple[bool, TaskRequest | None]:
+        if key[0] not in self.tasks_read:
+            return False, None
+        return True, self.tasks.get(key)

@@ -445,6 +445,46 @@ class EngineStore:
             .fetchall()
         )
 
+    def tokens(self, tokens: Sequence[str]) -> dict[str, tuple[int, int, bool]]:
+        """`token` for many tokens at once (the ones ever issued)."""
+        rows = self.conn.execute(
+            "SELECT token, execution_id, frame_id, closed_at IS NOT NULL FROM sfn_task_tokens"
+            " WHERE token = ANY(%s)",
+            (list(tokens),),
+        ).fetchall()
+        return {str(r[0]): (int(r[1]), int(r[2]), bool(r[3])) for r in rows}
+
+    def execution_rows(self, ids: Iterable[int]) -> dict[int, ExecutionRow]:
+        rows = (
+            self.conn.cursor(row_factory=dict_row)
+            .execute("SELECT * FROM sfn_executions WHERE id = ANY(%s)", (list(ids),))
+            .fetchall()
+        )
+        return {int(row["id"]): ExecutionRow(**row) for row in rows}
+
+    def frames_of(self, ids: Iterable[int]) -> dict[int, list[tuple[int, dict[str, Any]]]]:
+        """`frames` of many executions at once."""
+        found: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+        for execution_id, frame_id, data in self.conn.execute(
+            "SELECT execution_id, frame_id, data FROM sfn_frames WHERE execution_id = ANY(%s)"
+            " ORDER BY execution_id, frame_id",
+            (list(ids),),
+        ):
+            found.setdefault(int(execution_id), []).append((int(frame_id), data))
+        return found
+
+    def tasks_of(self, ids: Iterable[int]) -> list[dict[str, Any]]:
+        """The dispatched, unfinished tasks of these executions."""
+        return (
+            self.conn.cursor(row_factory=dict_row)
+            .execute(
+                "SELECT t.*, e.arn AS execution_arn FROM sfn_tasks t"
+                " JOIN sfn_executions e ON e.id = t.execution_id WHERE t.execution_id = ANY(%s)",
+                (list(ids),),
+            )
+            .fetchall()
+        )
+
     def token(self, token: str) -> tuple[int, int, bool] | None:
         """(execution id, frame id, closed) of a task token ever issued."""
         row = self.conn.execute(
@@ -609,8 +649,11 @@ class EngineStore:
                 done,
             )
 
-    def load_frames(self, execution: Execution) -> None:
-        for frame_id, data in self.frames(execution.id):
+    def load_frames(
+        self, execution: Execution, rows: list[tuple[int, dict[str, Any]]] | None = None
+    ) -> None:
+        """The execution's frames, from `rows` when they were read already."""
+        for frame_id, data in self.frames(execution.id) if rows is None else rows:
             execution.frames[frame_id] = frame_from_json(frame_id, data)
 
 
