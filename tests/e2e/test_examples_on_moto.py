@@ -170,10 +170,10 @@ def lambda_environment(
     create_idempotency_table(dynamodb, IDEMPOTENCY_TABLE)
     boto3.client("s3", region_name=REGION).create_bucket(Bucket=OUTPUT_BUCKET)
     _clear_handler_caches()
+    pool = wiring.database_pool()  # the one the handlers share, closed at the end
     try:
         yield
     finally:
-        pool = wiring.database_pool() if wiring.database_pool.cache_info().currsize else None
         if pool is not None:
             pool.close()
         _clear_handler_caches()

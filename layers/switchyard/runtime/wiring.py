@@ -10,11 +10,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
-from functools import cache
-from typing import Any
+import threading
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 from psycopg_pool import ConnectionPool
 
@@ -32,6 +34,31 @@ from switchyard.runtime.services import StepServices
 
 log = logging.getLogger(__name__)
 POOL_SIZE_ENV = "SWITCHYARD_POOL_SIZE"
+T = TypeVar("T")
+
+
+class BuiltOnce(Generic[T]):
+    """A zero-argument factory whose result is built once per process, even when the first calls
+    come at once: on Lambda a process serves one invocation at a time, but the local engine calls
+    the handlers from many threads, and `functools.cache` would build (and leak) a pool each."""
+
+    def __init__(self, build: Callable[[], T]) -> None:
+        self._build = build
+        self._lock = threading.Lock()
+        self._built: list[T] = []
+        functools.update_wrapper(self, build)
+
+    def __call__(self) -> T:
+        if not self._built:
+            with self._lock:
+                if not self._built:
+                    self._built.append(self._build())
+        return self._built[0]
+
+    def cache_clear(self) -> None:
+        """Forget the result (tests that change the environment); the next call builds anew."""
+        with self._lock:
+            self._built.clear()
 
 
 def database_conninfo(environ: dict[str, str] | None = None, *, secrets: Any = None) -> str | None:
@@ -56,7 +83,7 @@ def database_conninfo(environ: dict[str, str] | None = None, *, secrets: Any = N
     )
 
 
-@cache
+@BuiltOnce
 def database_pool() -> ConnectionPool | None:
     conninfo = database_conninfo()
     if conninfo is None:
@@ -67,7 +94,7 @@ def database_pool() -> ConnectionPool | None:
     )
 
 
-@cache
+@BuiltOnce
 def step_services() -> StepServices:
     from switchyard.runtime.services import aws_services, postgres_services
 
