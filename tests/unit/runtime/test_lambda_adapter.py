@@ -92,3 +92,21 @@ def test_a_failed_step_raises_under_its_contract_error_name(environment: Path) -
 def test_a_malformed_event_is_refused_before_anything_runs(environment: Path) -> None:
     with pytest.raises(Exception, match="step_id"):
         handler_module("tool_step").handler({"step": {}}, context("tool_step"))
+
+
+def test_a_handler_module_imported_twice_in_one_process_runs_from_both_copies(
+    environment: Path,
+) -> None:
+    """The engine's function registry and a test may each import functions/<name>/handler.py."""
+    environment.write_text("draft:\n  - {text: Done.}\n")
+    spec = importlib.util.spec_from_file_location(
+        "test_agent_step_handler_again", FUNCTIONS / "agent_step" / "handler.py"
+    )
+    assert spec is not None and spec.loader is not None
+    again = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(again)
+
+    step = {**AGENT, "model": "claude-haiku-4-5"}  # not held back by another test's rate limit
+    for module in (handler_module("agent_step"), again):
+        event = invocation("draft", step, inputs={"body": "x"}).model_dump(mode="json")
+        assert module.handler(event, context("agent_step"))["output"] == {"text": "Done."}
