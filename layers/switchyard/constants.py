@@ -62,6 +62,9 @@ DATABASE_URL_ENV = "DATABASE_URL"
 """The run store's PostgreSQL (the local engine; unset: an embedded server)."""
 APPROVAL_BASE_URL_ENV = "SWITCHYARD_APPROVAL_BASE_URL"
 """Base URL of approval links that approval_notify sends (`<base>/<token id>`)."""
+API_TOKEN_ENV = "SWITCHYARD_API_TOKEN"
+"""When set, the local REST API (`switchyard dev`) answers only requests that carry
+`Authorization: Bearer <this value>` (all but `GET /healthz`)."""
 
 # Webhook triggers (functions/webhook_trigger, one function per webhook trigger)
 WEBHOOK_WORKFLOW_ENV = "SWITCHYARD_WEBHOOK_WORKFLOW"

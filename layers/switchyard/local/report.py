@@ -18,6 +18,7 @@ from switchyard.gates.model import Gate
 from switchyard.gates.store import _gate
 
 DEFAULT_BASE_URL = "http://localhost:8080"
+RUN_STATUSES = ("running", "waiting", "paused", "succeeded", "failed", "cancelled", "timed_out")
 
 
 class RunNotFoundError(LookupError):
