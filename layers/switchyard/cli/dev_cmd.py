@@ -1,44 +1,99 @@
 """`switchyard dev`: the local stack in the foreground: the engine, the Step Functions API on
---sfn-port, and the REST API on --port."""
+--sfn-port, and the REST API on --port (docs/api.md), with the workflows of --workflows DIR
+installed."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import threading
+from pathlib import Path
+from typing import Any
 
-from switchyard.cli.common import say
+from switchyard.cli.common import CommandError, say
 from switchyard.cli.exit_codes import ExitCode
+from switchyard.constants import API_TOKEN_ENV
+from switchyard.engine.engine import Engine
 from switchyard.engine.serve import EngineProcess
 from switchyard.local.database import open_database
+
+DEFAULT_WORKFLOWS = Path("workflows")
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "dev",
         help="run the local stack: engine, REST API and the Step Functions API",
-        description="Run the engine in the foreground, with the Step Functions JSON API on "
-        "--sfn-port (for boto3 endpoint_url= and the AWS CLI).",
+        description="Run the engine in the foreground, with the REST API on --port (docs/api.md) "
+        "and the Step Functions JSON API on --sfn-port (for boto3 endpoint_url= and the AWS "
+        f"CLI). With {API_TOKEN_ENV} set, REST requests must carry "
+        "'Authorization: Bearer <token>'.",
     )
-    parser.add_argument("--port", type=int, default=8080, help="REST API (default 8080)")
+    parser.add_argument(
+        "--port", type=int, default=8080, help="REST API (default 8080; 0 takes a free port)"
+    )
     parser.add_argument(
         "--sfn-port", type=int, default=8083, help="Step Functions API (default 8083)"
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address of the REST API (default 127.0.0.1: this machine only); the Step "
+        "Functions API, which has no authentication, stays on 127.0.0.1",
+    )
+    parser.add_argument(
+        "--workflows",
+        type=Path,
+        metavar="DIR",
+        help="install the workflow files of DIR and serve them (default ./workflows if it exists)",
     )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    workflows_dir = _workflows_dir(args.workflows)
+    token = os.environ.get(API_TOKEN_ENV) or None
     database = open_database()
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    process = EngineProcess(database.conninfo, sfn_port=args.sfn_port)
+
+    def rest_api(engine: Engine) -> Any:
+        from switchyard.api import serve_rest_api
+
+        return serve_rest_api(
+            engine, args.host, args.port, workflows_dir=workflows_dir, token=token
+        )
+
+    process = EngineProcess(database.conninfo, sfn_port=args.sfn_port, extra_servers=[rest_api])
     say(f"waiting for the engine lock of {database.description} …")
-    if not process.start(wait=True, stop=stop):
+    try:
+        started = process.start(wait=True, stop=stop)
+    except OSError as exc:  # a port in use
+        process.close()
+        raise CommandError(f"cannot serve: {exc.strerror or exc}", ExitCode.FAILED) from None
+    if not started:
         return ExitCode.OK
-    say(f"engine running · Step Functions API: {process.sfn_url} · Ctrl-C stops")
+    api = process.servers[-1]
+    served = (
+        f"{len(api.api.context.catalog)} workflow(s) from {workflows_dir}"
+        if workflows_dir
+        else "no workflows directory"
+    )
+    say(f"REST API: {api.url} · {served}" + (" · bearer token required" if token else ""))
+    say(f"Step Functions API: {process.sfn_url}")
+    say("engine running · Ctrl-C stops")
     try:
         stop.wait()
     finally:
         process.close()
     return ExitCode.OK
+
+
+def _workflows_dir(given: Path | None) -> Path | None:
+    if given is None:
+        return DEFAULT_WORKFLOWS if DEFAULT_WORKFLOWS.is_dir() else None
+    if not given.is_dir():
+        raise CommandError(f"--workflows {given}: no such directory")
+    return given
