@@ -1,0 +1,216 @@
+"""Runs over HTTP: start, follow to the human gate, approve, succeed; idempotency keys; input
+errors; listing; cancel."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.unit.api.support import CUSTOMER_SUPPORT_INPUT, Stack, start, unique, wait_for
+
+
+def test_a_run_started_over_http_waits_at_its_gate_and_succeeds_once_approved(
+    stack: Stack, client: httpx.Client
+) -> None:
+    started = start(client, stack, "customer-support", CUSTOMER_SUPPORT_INPUT)
+
+    assert started.status_code == 201, started.text
+    body = started.json()
+    run_id = body["run_id"]
+    assert body == {
+        "run_id": run_id,
+        "workflow": "customer-support",
+        "version": 1,
+        "status": "running",
+        "links": {"self": f"/runs/{run_id}"},
+    }
+    assert started.headers["Location"] == f"/runs/{run_id}"
+
+    waiting = wait_for(client, run_id, {"waiting"})
+    (gate,) = waiting["waiting_for"]
+    assert gate["step"] == "approve" and gate["assignee"] == "support_lead"
+    assert waiting["steps"]["draft"]["status"] == "completed"
+
+    approved = client.post(
+        f"/runs/{run_id}/steps/approve/approve",
+        json={"note": "looks right", "edits": {"draft": "Hi Dana, refunded."}},
+        headers={"X-Switchyard-User": "lead@example.com"},
+    )
+    assert approved.status_code == 200, approved.text
+    assert approved.json() == {
+        "run_id": run_id,
+        "step": "approve",
+        "decision": "approved",
+        "reviewer": "lead@example.com",
+        "note": "looks right",
+        "links": {"run": f"/runs/{run_id}"},
+    }
+
+    done = wait_for(client, run_id, {"succeeded"})
+    assert done["output"] == {"send": {"message_id": "local-0001"}}
+    assert done["waiting_for"] == []
+    assert done["steps"]["approve"]["output"]["edits"] == {"draft": "Hi Dana, refunded."}
+    assert done["steps"]["send"]["status"] == "completed"
+    assert done["tokens"]["input"] == 212 + 1840 + 980
+    assert set(done) >= {"run_id", "workflow", "version", "status", "output", "error"}
+    assert set(done) >= {"cost_usd", "tokens", "steps", "waiting_for"}
+
+
+def test_the_same_idempotency_key_and_body_answer_the_same_run(
+    stack: Stack, client: httpx.Client
+) -> None:
+    key = unique("order")
+    first = start(client, stack, "noop", {"n": 1}, key=key)
+    again = start(client, stack, "noop", {"n": 1}, key=key)
+
+    assert first.status_code == 201 and again.status_code == 200, again.text
+    assert first.json()["run_id"] == again.json()["run_id"] == key
+    wait_for(client, key, {"succeeded"})
+    after_the_end = start(client, stack, "noop", {"n": 1}, key=key)
+    assert after_the_end.status_code == 200
+    assert after_the_end.json()["status"] == "succeeded"
+    listed = client.get("/runs", params={"workflow": "noop", "limit": 500}).json()["runs"]
+    assert [run["run_id"] for run in listed].count(key) == 1
+
+
+def test_defaults_count_as_the_same_body_under_a_key(stack: Stack, client: httpx.Client) -> None:
+    key = unique("defaults")
+    assert start(client, stack, "noop", {}, key=key).status_code == 201
+    assert start(client, stack, "noop", {"n": 0}, key=key).status_code == 200
+
+
+def test_another_body_or_workflow_under_a_used_key_is_409(
+    stack: Stack, client: httpx.Client
+) -> None:
+    key = unique("order")
+    assert start(client, stack, "noop", {"n": 1}, key=key).status_code == 201
+
+    other_body = start(client, stack, "noop", {"n": 2}, key=key)
+    other_workflow = start(client, stack, "pause", {}, key=key)
+
+    assert other_body.status_code == 409
+    assert other_body.json()["error"]["code"] == "idempotency_conflict"
+    assert "another body" in other_body.json()["error"]["message"]
+    assert other_workflow.status_code == 409
+    assert "workflow noop" in other_workflow.json()["error"]["message"]
+
+
+def test_an_idempotency_key_that_cannot_be_a_run_id_is_400(
+    stack: Stack, client: httpx.Client
+) -> None:
+    answer = start(client, stack, "noop", {}, key="has spaces/and slashes")
+    assert answer.status_code == 400
+    assert answer.json()["error"]["code"] == "bad_idempotency_key"
+
+
+def test_invalid_input_is_400_naming_every_problem(stack: Stack, client: httpx.Client) -> None:
+    answer = start(
+        client, stack, "customer-support", {"ticket_id": 7, "body": "hi", "colour": "red"}
+    )
+
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error["code"] == "invalid_input"
+    assert "inputs.ticket_id" in error["message"]
+    assert "'customer_email' is required" in error["message"]
+    assert "'colour' is not an input" in error["message"]
+    assert len(error["problems"]) == 3
+
+
+def test_an_input_that_is_not_an_object_is_400(stack: Stack, client: httpx.Client) -> None:
+    answer = start(client, stack, "noop", [1, 2])
+    assert answer.status_code == 400
+    assert "must be a JSON object" in answer.json()["error"]["message"]
+
+
+def test_agent_steps_without_a_script_or_credentials_are_refused(
+    stack: Stack, client: httpx.Client
+) -> None:
+    answer = start(client, stack, "customer-support", CUSTOMER_SUPPORT_INPUT, script=False)
+    assert answer.status_code == 400
+    assert answer.json()["error"]["code"] == "no_model"
+    assert "X-Switchyard-LLM-Script" in answer.json()["error"]["message"]
+
+
+def test_a_model_script_that_cannot_be_read_is_400(stack: Stack, client: httpx.Client) -> None:
+    answer = client.post(
+        "/workflows/noop/runs",
+        json={},
+        headers={"X-Switchyard-LLM-Script": str(stack.scripts / "missing.yaml")},
+    )
+    assert answer.status_code == 400
+    assert answer.json()["error"]["code"] == "bad_llm_script"
+
+
+def test_an_unknown_workflow_or_run_is_404(client: httpx.Client) -> None:
+    unknown_workflow = client.post("/workflows/nope/runs", json={})
+    unknown_version = client.post("/workflows/noop/runs?version=9", json={})
+    unknown_run = client.get("/runs/no-such-run")
+
+    assert unknown_workflow.status_code == 404
+    assert unknown_workflow.json()["error"]["code"] == "workflow_not_found"
+    assert "customer-support" in unknown_workflow.json()["error"]["message"]
+    assert unknown_version.status_code == 404
+    assert unknown_run.status_code == 404
+    assert unknown_run.json()["error"]["code"] == "run_not_found"
+
+
+def test_runs_are_listed_newest_first_by_status_and_workflow(
+    stack: Stack, client: httpx.Client
+) -> None:
+    first = start(client, stack, "noop", {"n": 10}).json()["run_id"]
+    second = start(client, stack, "noop", {"n": 11}).json()["run_id"]
+    wait_for(client, second, {"succeeded"})
+    wait_for(client, first, {"succeeded"})
+
+    runs = client.get("/runs", params={"workflow": "noop", "status": "succeeded"}).json()["runs"]
+    ids = [run["run_id"] for run in runs]
+    assert ids.index(second) < ids.index(first)
+    assert all(run["workflow"] == "noop" and run["status"] == "succeeded" for run in runs)
+    assert runs[0]["links"] == {"self": f"/runs/{runs[0]['run_id']}"}
+    assert len(client.get("/runs", params={"limit": 1}).json()["runs"]) == 1
+
+
+def test_bad_list_parameters_are_400(client: httpx.Client) -> None:
+    for params in ({"status": "done"}, {"limit": "0"}, {"limit": "many"}, {"state": "x"}):
+        answer = client.get("/runs", params=params)
+        assert answer.status_code == 400, params
+        assert answer.json()["error"]["code"] == "bad_request"
+
+
+def test_a_rejected_gate_fails_the_run(stack: Stack, client: httpx.Client) -> None:
+    run_id = start(client, stack, "customer-support", CUSTOMER_SUPPORT_INPUT).json()["run_id"]
+    wait_for(client, run_id, {"waiting"})
+
+    rejected = client.post(
+        f"/runs/{run_id}/steps/approve/reject",
+        json={"note": "wrong tone"},
+        headers={"X-Switchyard-User": "lead@example.com"},
+    )
+
+    assert rejected.status_code == 200, rejected.text
+    assert rejected.json()["decision"] == "rejected"
+    failed = wait_for(client, run_id, {"failed"})
+    assert failed["error"]["type"] == "rejected" and failed["error"]["step"] == "approve"
+    assert "send" not in failed["steps"] or failed["steps"]["send"]["status"] != "completed"
+
+
+def test_a_waiting_run_is_cancelled_and_its_gate_closed(stack: Stack, client: httpx.Client) -> None:
+    run_id = start(client, stack, "customer-support", CUSTOMER_SUPPORT_INPUT).json()["run_id"]
+    wait_for(client, run_id, {"waiting"})
+
+    cancelled = client.post(
+        f"/runs/{run_id}/cancel",
+        json={"note": "duplicate ticket"},
+        headers={"X-Switchyard-User": "ops@example.com"},
+    )
+
+    assert cancelled.status_code == 200, cancelled.text
+    assert cancelled.json()["status"] == "cancelled"
+    run = client.get(f"/runs/{run_id}").json()
+    assert run["status"] == "cancelled" and run["waiting_for"] == []
+    late = client.post(
+        f"/runs/{run_id}/steps/approve/approve", headers={"X-Switchyard-User": "lead"}
+    )
+    assert late.status_code == 409 and late.json()["error"]["code"] == "no_open_gate"
+    again = client.post(f"/runs/{run_id}/cancel")
+    assert again.status_code == 409 and again.json()["error"]["code"] == "run_ended"

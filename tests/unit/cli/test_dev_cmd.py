@@ -1,0 +1,109 @@
+"""`switchyard dev` as a user starts it: the REST API and the Step Functions API answer on the
+ports it prints, the workflows directory is installed (a bad file reported, not fatal), and
+SIGTERM stops it cleanly."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.pg import fresh_database
+from tests.unit.cli.test_run_cmd import switchyard
+
+NOOP = """\
+switchyard: 1
+name: noop
+version: 1
+steps:
+  touch: {type: tool, tool: http.request, args: {method: GET, url: "https://example.com"}}
+"""
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    with fresh_database() as conninfo:
+        yield {
+            **os.environ,
+            "DATABASE_URL": conninfo,
+            "SWITCHYARD_HOME": str(tmp_path_factory.mktemp("home")),
+            "SWITCHYARD_API_TOKEN": "t0ken",
+        }
+
+
+def _lines(stream: object, into: queue.Queue[str]) -> None:
+    for line in stream:  # type: ignore[attr-defined]
+        into.put(line)
+
+
+def _wait_for(lines: queue.Queue[str], prefix: str, seen: list[str]) -> str:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=0.5)
+        except queue.Empty:
+            continue
+        seen.append(line)
+        if line.startswith(prefix):
+            return line
+    raise AssertionError(f"no line starting {prefix!r} in: {''.join(seen)}")
+
+
+def test_dev_serves_the_rest_api_and_the_step_functions_api(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "noop.yaml").write_text(NOOP)
+    (tmp_path / "broken.yaml").write_text("switchyard: 1\nname: broken\n")
+    script = Path(sys.executable).parent / "switchyard"
+    dev = subprocess.Popen(
+        [str(script), "dev", "--port", "0", "--sfn-port", "0", "--workflows", str(tmp_path)],
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=_lines, args=(dev.stderr, lines), daemon=True).start()
+    seen: list[str] = []
+    try:
+        rest = _wait_for(lines, "REST API: ", seen)
+        sfn = _wait_for(lines, "Step Functions API: ", seen)
+        assert "1 workflow(s)" in rest and "bearer token required" in rest
+        assert any("skipped" in line and "broken.yaml" in line for line in seen)
+        url = rest.split()[2]
+        assert url.startswith("http://127.0.0.1:")
+        with httpx.Client(base_url=url, headers={"Authorization": "Bearer t0ken"}) as client:
+            assert client.get("/healthz").json() == {"ok": True}
+            assert [w["name"] for w in client.get("/workflows").json()["workflows"]] == ["noop"]
+        assert httpx.get(f"{url}/runs").status_code == 401
+        listed = httpx.post(
+            sfn.split()[-1],
+            content=b"{}",
+            headers={
+                "X-Amz-Target": "AWSStepFunctions.ListStateMachines",
+                "Content-Type": "application/x-amz-json-1.0",
+            },
+        )
+        assert listed.status_code == 200
+        assert "noop" in listed.text
+    finally:
+        dev.send_signal(signal.SIGTERM)
+        code = dev.wait(timeout=30)
+    assert code == 0
+
+
+def test_dev_refuses_a_workflows_directory_that_does_not_exist(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    done = switchyard(env, "dev", "--workflows", str(tmp_path / "nope"))
+    assert done.returncode == 2
+    assert "no such directory" in done.stderr
