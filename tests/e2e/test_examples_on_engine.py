@@ -1,6 +1,7 @@
 """The example workflows through `switchyard run` on the local engine, on a fresh PostgreSQL
 database, answering from their scripts: exit 0, the outputs the scripts lead to, and per-step
-tokens and cost in the `--json` output that add up, exactly, to the run's totals.
+tokens and cost in the `--json` output that add up, exactly, to the run's totals. Also
+content-moderation's moderator branch, its gate decided with `--approve` and `--reject`.
 
 customer-support runs the same way in tests/unit/cli/test_run_cmd.py (with its gate).
 """
@@ -11,9 +12,11 @@ import json
 import os
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.e2e.examples import (
     STEP_STATUSES,
@@ -22,6 +25,7 @@ from tests.e2e.examples import (
     expected_output,
     input_path,
     price,
+    script,
     script_path,
     workflow_path,
 )
@@ -51,7 +55,9 @@ def _json(text: str) -> Any:
     return json.loads(text, parse_float=Decimal)
 
 
-def run_example(env: dict[str, str], name: str) -> dict[str, Any]:
+def run_example(
+    env: dict[str, str], name: str, *extra: str, script_file: Path | None = None
+) -> dict[str, Any]:
     done = switchyard(
         env,
         "run",
@@ -59,8 +65,9 @@ def run_example(env: dict[str, str], name: str) -> dict[str, Any]:
         "--input",
         f"@{input_path(name)}",
         "--llm-script",
-        str(script_path(name)),
+        str(script_file or script_path(name)),
         "--json",
+        *extra,
     )
     assert done.returncode == 0, done.stderr
     run: dict[str, Any] = _json(done.stdout)
@@ -131,6 +138,34 @@ def test_every_document_is_summarised_by_a_child_run_whose_steps_add_up(
             "summarize": "completed",
         }
         assert_steps_add_up_to_the_run(child, "document-processing")
+
+
+@pytest.mark.parametrize(
+    ("flag", "decision", "publish"),
+    [("--approve", "published", "completed"), ("--reject", "rejected", "skipped")],
+)
+def test_a_post_the_router_sends_to_a_moderator_waits_for_the_decision(
+    env: dict[str, str], tmp_path: Path, flag: str, decision: str, publish: str
+) -> None:
+    """content-moderation's other branch: the same script, but the LLM router picks a person."""
+    answers = script("content-moderation")
+    answers["borderline"][0]["route"] = "human_review"
+    variant = tmp_path / "moderator.yaml"
+    variant.write_text(yaml.safe_dump(answers))
+    run = run_example(
+        env, "content-moderation", flag, "human_review=checked by a moderator", script_file=variant
+    )
+    assert run["status"] == "succeeded", run["error"]
+    assert run["output"]["decision"] == decision
+    statuses = {s: step["status"] for s, step in run["steps"].items()}
+    assert statuses["refine"] == "skipped" and statuses["publish"] == publish
+    assert statuses["human_review"] == ("completed" if flag == "--approve" else "failed")
+    steps = run["steps"].values()
+    assert sum(s["cost_usd"] for s in steps) == run["cost_usd"]
+    assert sum(s["tokens"]["input"] for s in steps) == run["tokens"]["input"]
+    assert run["tokens"]["input"] == sum(
+        answers[s][0]["input_tokens"] for s in ("score", "borderline")
+    )
 
 
 @pytest.mark.xfail(
