@@ -20,14 +20,21 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from switchyard.api.errors import BadRequestError, ConflictError, NotFoundError
+from switchyard.api.errors import ApiError, BadRequestError, ConflictError, NotFoundError
 from switchyard.api.messages import Request, Response, json_response, optional_string
 from switchyard.api.routing import Route
 from switchyard.api.workflows import CatalogEntry, find_workflow
 from switchyard.constants import API_KEY_ENV, LLM_SCRIPT_ENV
 from switchyard.engine import errors as engine_errors
 from switchyard.local.model_access import has_model_credentials, needs_model
-from switchyard.local.report import RUN_STATUSES, RunNotFoundError, find_run, list_runs, run_view
+from switchyard.local.report import (
+    RUN_STATUSES,
+    AmbiguousRunError,
+    RunNotFoundError,
+    find_run,
+    list_runs,
+    run_view,
+)
 from switchyard.local.run_actions import RunEndedError, RunRef, cancel_run, locate_run
 from switchyard.platform.run_start import InvalidRunInputError, check_inputs
 from switchyard.runtime.providers import load_script
@@ -199,7 +206,7 @@ def get_run(api: ApiContext, request: Request) -> Response:
         try:
             execution_id, _ = find_run(conn, request.params["run_id"])
         except RunNotFoundError as exc:
-            raise NotFoundError(str(exc), code="run_not_found") from None
+            raise _not_found(request, exc) from None
         view = run_view(conn, execution_id)
     return json_response(200, view.data)
 
@@ -210,7 +217,14 @@ def locate(api: ApiContext, request: Request) -> RunRef:
         try:
             return locate_run(conn, request.params["run_id"])
         except RunNotFoundError as exc:
-            raise NotFoundError(str(exc), code="run_not_found") from None
+            raise _not_found(request, exc) from None
+
+
+def _not_found(request: Request, error: RunNotFoundError) -> ApiError:
+    if isinstance(error, AmbiguousRunError):
+        return ConflictError(str(error), code="ambiguous_run_id")
+    run_id = request.params["run_id"]
+    return NotFoundError(f"no run {run_id!r} (GET /runs lists the runs)", code="run_not_found")
 
 
 # --- POST /runs/{run_id}/cancel -----------------------------------------------------------------

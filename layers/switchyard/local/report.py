@@ -25,6 +25,10 @@ class RunNotFoundError(LookupError):
     pass
 
 
+class AmbiguousRunError(RunNotFoundError):
+    """A run id that names runs of several workflows (their execution ARNs tell them apart)."""
+
+
 @dataclass
 class RunView:
     execution_id: int
@@ -56,7 +60,7 @@ def find_run(conn: psycopg.Connection[Any], run_id: str) -> tuple[int, str]:
         raise RunNotFoundError(f"no run {run_id!r}; `switchyard runs list` shows the runs")
     if len(rows) > 1 and not run_id.startswith("arn:"):
         arns = ", ".join(r[1] for r in rows)
-        raise RunNotFoundError(f"{run_id!r} names several runs ({arns}); give the ARN")
+        raise AmbiguousRunError(f"{run_id!r} names several runs ({arns}); give the ARN")
     return int(rows[0][0]), str(rows[0][1])
 
 
