@@ -13,7 +13,7 @@ from typing import Any
 
 from switchyard.cli.common import CommandError, say
 from switchyard.cli.exit_codes import ExitCode
-from switchyard.constants import API_TOKEN_ENV
+from switchyard.constants import API_TOKEN_ENV, APPROVAL_BASE_URL_ENV
 from switchyard.engine.engine import Engine
 from switchyard.engine.serve import EngineProcess
 from switchyard.local.database import open_database
@@ -76,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
     if not started:
         return ExitCode.OK
     api = process.servers[-1]
+    # gates' links (`waiting_for[].approve_url`) point at this server unless configured
+    os.environ.setdefault(APPROVAL_BASE_URL_ENV, api.url)
     served = (
         f"{len(api.api.context.catalog)} workflow(s) from {workflows_dir}"
         if workflows_dir
