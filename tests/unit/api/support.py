@@ -108,13 +108,16 @@ def start(
 def wait_for(
     client: httpx.Client, run_id: str, statuses: set[str], timeout: float = 20.0
 ) -> dict[str, Any]:
-    """GET /runs/{run_id} until its status is one of `statuses`."""
+    """GET /runs/{run_id} until its status is one of `statuses` (and, for waiting and paused,
+    its gate is open)."""
     deadline = time.monotonic() + timeout
     while True:
         answer = client.get(f"/runs/{run_id}")
         assert answer.status_code == 200, answer.text
         run: dict[str, Any] = answer.json()
-        if run["status"] in statuses:
+        # a run is waiting (or paused) a moment before approval_notify has opened its gate
+        parked = run["status"] in ("waiting", "paused")
+        if run["status"] in statuses and (run["waiting_for"] or not parked):
             return run
         if run["status"] in FINAL or time.monotonic() > deadline:
             raise AssertionError(f"run {run_id} is {run['status']}, not one of {statuses}: {run}")

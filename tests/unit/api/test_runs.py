@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import httpx
 
+from switchyard.engine.commands import StartExecution
 from tests.unit.api.support import CUSTOMER_SUPPORT_INPUT, Stack, start, unique, wait_for
 
 
@@ -214,3 +215,20 @@ def test_a_waiting_run_is_cancelled_and_its_gate_closed(stack: Stack, client: ht
     assert late.status_code == 409 and late.json()["error"]["code"] == "no_open_gate"
     again = client.post(f"/runs/{run_id}/cancel")
     assert again.status_code == 409 and again.json()["error"]["code"] == "run_ended"
+
+
+def test_a_run_id_two_workflows_share_is_409_and_its_arn_tells_them_apart(
+    stack: Stack, client: httpx.Client
+) -> None:
+    run_id = start(client, stack, "noop", {}).json()["run_id"]
+    pause = stack.server.api.context.catalog.find("pause")
+    assert pause is not None
+    started = stack.engine.submit(StartExecution(pause.installed.version_arn, run_id, {}))
+
+    ambiguous = client.get(f"/runs/{run_id}")
+    by_arn = client.get(f"/runs/{started['executionArn']}")
+
+    assert ambiguous.status_code == 409
+    assert ambiguous.json()["error"]["code"] == "ambiguous_run_id"
+    assert by_arn.status_code == 200 and by_arn.json()["workflow"] == "pause"
+    assert client.post(f"/runs/{started['executionArn']}/cancel").status_code == 200
