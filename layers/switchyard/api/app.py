@@ -11,6 +11,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
+import psycopg
+
 from switchyard.api import gates, runs, workflows
 from switchyard.api.auth import BearerToken
 from switchyard.api.context import ApiContext
@@ -66,6 +68,9 @@ class RestApi:
             return error_response(_engine_error(error))
         except TimeoutError:
             return error_response(UnavailableError("the engine did not answer in time; retry"))
+        except psycopg.OperationalError:  # the database is down, or every connection is busy
+            log.warning("%s %s: the database is unavailable", request.method, request.path)
+            return error_response(UnavailableError("the database is unavailable; retry"))
         except Exception:
             log.exception("%s %s failed", request.method, request.path)
             return error_response(InternalError("the server failed to answer; see its log"))

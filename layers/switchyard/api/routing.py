@@ -62,8 +62,8 @@ class Router:
             params = route.match(path)
             if params is None:
                 continue
-            if route.method == method:
-                return route, params
+            if route.method == method or (method == "HEAD" and route.method == "GET"):
+                return route, params  # HEAD: the server sends the GET answer's headers only
             allowed.append(route.method)
         if allowed:
             allow = ", ".join(sorted(set(allowed)))

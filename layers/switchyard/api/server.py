@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,8 @@ log = logging.getLogger("switchyard.api")
 DEFAULT_PORT = 8080
 MAX_BODY = 1024 * 1024
 """Bytes; a run's input is at most 256 KiB on Step Functions."""
+IDLE_SECONDS = 120
+"""A keep-alive connection idle this long is closed (each holds a thread)."""
 
 
 class RestApiServer(ThreadingHTTPServer):
@@ -60,9 +63,16 @@ class RestApiServer(ThreadingHTTPServer):
 class _RequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive
     disable_nagle_algorithm = True  # headers and body go out as two writes: no 40 ms stall
+    timeout = IDLE_SECONDS
     server: RestApiServer
 
     def do_GET(self) -> None:
+        self._serve()
+
+    def do_HEAD(self) -> None:
+        self._serve()
+
+    def do_OPTIONS(self) -> None:
         self._serve()
 
     def do_POST(self) -> None:
@@ -114,6 +124,18 @@ class _RequestHandler(BaseHTTPRequestHandler):
             body=body,
         )
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """What the standard library answers by itself (a malformed request line, headers too
+        long, a method no route could have) is JSON too."""
+        try:
+            phrase = HTTPStatus(code).phrase
+        except ValueError:
+            phrase = "Error"
+        error = ApiError(message or phrase, code=phrase.lower().replace(" ", "_").replace("-", "_"))
+        error.status = code
+        self.close_connection = True
+        self._send(error_response(error))
+
     def _send(self, response: Response) -> None:
         self.send_response(response.status)
         self.send_header("Content-Type", f"{response.content_type}; charset=utf-8")
@@ -124,7 +146,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if self.close_connection:
             self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(response.body)
+        if self.command != "HEAD":
+            self.wfile.write(response.body)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # _serve logs each request (without its query string); errors go to the log too

@@ -35,6 +35,36 @@ def test_an_unknown_route_is_404_and_a_wrong_method_405(client: httpx.Client) ->
     assert wrong_method.json()["error"]["code"] == "method_not_allowed"
 
 
+def test_head_answers_headers_only_and_other_methods_are_json_errors(
+    stack: Stack, client: httpx.Client
+) -> None:
+    head = client.head("/healthz")
+    assert head.status_code == 200 and head.content == b""
+    assert client.request("OPTIONS", "/runs").status_code == 405
+    traced = client.request("TRACE", "/runs")
+    assert traced.status_code == 501
+    assert traced.json()["error"]["code"] == "not_implemented"
+
+
+def test_what_the_http_server_refuses_itself_is_json_too(stack: Stack) -> None:
+    bad_version = _raw(stack, b"GET /runs HTTP/9\r\n\r\n")
+    long_header = _raw(stack, b"GET /runs HTTP/1.1\r\nX-Long: " + b"x" * 70_000 + b"\r\n\r\n")
+
+    assert bad_version.startswith('{"error": {"code": "bad_request"')  # HTTP/0.9: no headers
+    assert long_header.startswith("HTTP/1.1 431")
+    assert '{"error": {"code": "request_header_fields_too_large"' in long_header
+
+
+def _raw(stack: Stack, request: bytes) -> str:
+    host, port = stack.server.server_address[:2]
+    with socket.create_connection((str(host), int(port)), timeout=5) as conn:
+        conn.sendall(request)
+        received = b""
+        while chunk := conn.recv(4096):  # the server closes the connection after its answer
+            received += chunk
+    return received.decode()
+
+
 def test_a_body_that_is_not_json_is_400_naming_the_problem(client: httpx.Client) -> None:
     answer = client.post(
         "/workflows/noop/runs", content=b'{"n": 1,}', headers={"Content-Type": "application/json"}
@@ -56,16 +86,11 @@ def test_a_body_of_another_media_type_is_415(client: httpx.Client) -> None:
 
 
 def test_a_body_too_large_is_413_and_the_connection_closed(stack: Stack) -> None:
-    host, port = stack.server.server_address[:2]
-    with socket.create_connection((str(host), int(port)), timeout=5) as conn:
-        conn.sendall(
-            b"POST /workflows/noop/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            b"Content-Length: 99999999\r\n\r\n{"
-        )
-        received = b""
-        while chunk := conn.recv(4096):  # the server closes the connection after its answer
-            received += chunk
-    answer = received.decode()
+    answer = _raw(
+        stack,
+        b"POST /workflows/noop/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 99999999\r\n\r\n{",
+    )
     assert answer.startswith("HTTP/1.1 413")
     assert "Connection: close" in answer and "payload_too_large" in answer
 
