@@ -10,12 +10,17 @@ import time
 from typing import Any
 
 from switchyard.compile import compile_workflow
+from switchyard.contract import GateKind
 from switchyard.engine import machines
 from switchyard.engine.commands import Callback, StartExecution, StopExecution
 from switchyard.engine.dispatch import FunctionRegistry
 from switchyard.engine.engine import Engine
 from switchyard.engine.substitution import local_values, substitute
-from tests.scenarios.harness.moto_runner import DEADLINE_SECONDS, decision_output
+from tests.scenarios.harness.moto_runner import (
+    DEADLINE_SECONDS,
+    decision_output,
+    tool_call_answer,
+)
 from tests.scenarios.harness.outcome import STATUS, Outcome, records_from_history
 from tests.scenarios.harness.scenario import Scenario
 from tests.scenarios.harness.scripted import OpenGate, ScriptedFunctions
@@ -100,7 +105,9 @@ def _decide(
         raise AssertionError(f"gate at {gate.request.step_id} opened without an action")
     action = queue.pop(0)
     kind = action["action"]
-    if kind == "approve":
+    if gate.request.kind is GateKind.HUMAN and kind in ("approve", "reject"):
+        engine.submit(Callback(gate.token, "success", output=tool_call_answer(action)))
+    elif kind == "approve":
         engine.submit(Callback(gate.token, "success", output=decision_output(gate, action)))
     elif kind == "reject":
         cause = {

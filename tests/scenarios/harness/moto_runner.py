@@ -23,7 +23,12 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service impor
 )
 
 from switchyard.compile import compile_workflow
-from switchyard.contract import FUNCTIONS, function_placeholder, state_machine_placeholder
+from switchyard.contract import (
+    FUNCTIONS,
+    GateKind,
+    function_placeholder,
+    state_machine_placeholder,
+)
 from switchyard.model import Workflow
 from tests.scenarios.harness.outcome import STATUS, Outcome, records_from_history
 from tests.scenarios.harness.scenario import Scenario
@@ -203,6 +208,13 @@ def decision_output(gate: OpenGate, action: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def tool_call_answer(action: dict[str, Any]) -> dict[str, Any]:
+    """What `gates.decide` sends to a `human` gate, approved or rejected alike: the step runs
+    again and its runtime reads the decision recorded for the tool call (the script plays it)."""
+    decision = "approved" if action["action"] == "approve" else "rejected"
+    return {"decision": decision, "reviewer": action.get("reviewer", "reviewer@example.com")}
+
+
 def _decide(
     sfn: Any, execution: str, gate: OpenGate, actions: dict[str, list[dict[str, Any]]]
 ) -> None:
@@ -214,7 +226,9 @@ def _decide(
         )
     action = queue.pop(0)
     kind = action["action"]
-    if kind == "approve":
+    if gate.request.kind is GateKind.HUMAN and kind in ("approve", "reject"):
+        sfn.send_task_success(taskToken=gate.token, output=json.dumps(tool_call_answer(action)))
+    elif kind == "approve":
         sfn.send_task_success(
             taskToken=gate.token, output=json.dumps(decision_output(gate, action))
         )

@@ -77,6 +77,9 @@ def check(outcome: Outcome, expect: dict[str, Any]) -> None:
     if "calls" in expect:
         got_calls = {step_id: outcome.calls.get(step_id, 0) for step_id in expect["calls"]}
         assert got_calls == expect["calls"]
+    if "entered" in expect:
+        missing = [name for name in expect["entered"] if name not in outcome.states_entered]
+        assert not missing, f"states never entered: {missing}"
     if "dead_letters" in expect:
         assert outcome.dead_letters == expect["dead_letters"]
     for step_id, wanted in (expect.get("records") or {}).items():

@@ -15,6 +15,9 @@ expect:
   steps: {classify: completed, research: skipped}
   output: {...}                                      # the run's output, exactly
   calls: {research: 2}                               # invocations of the step's function
+  entered: ["research:needs a human"]                # states that must have been entered
+  dead_letters: [research]                           # steps whose failure reached the queue
+  records: {research: {error.type: timeout}}         # fields of the final step records
 """
 
 from __future__ import annotations

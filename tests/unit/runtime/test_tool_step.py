@@ -19,6 +19,7 @@ from switchyard.runtime import StepServices, run_tool_step
 from switchyard.runtime.errors import (
     HumanRequiredError,
     InvalidOutputError,
+    RejectedError,
     TemplateRenderError,
     TransientError,
 )
@@ -180,6 +181,74 @@ def test_an_unknown_outcome_of_a_non_idempotent_call_is_not_retried(services: St
     assert info.value.name is StepErrorName.HUMAN_REQUIRED
     cause = info.value.cause()
     assert cause["kind"] == "unknown_outcome" and cause["tool"] == "invoice"
+
+
+ECHOED: list[dict[str, Any]] = []
+
+
+def echo(x: int) -> dict[str, Any]:
+    ECHOED.append({"x": x})
+    return {"x": x}
+
+
+def echo_step() -> dict[str, Any]:
+    return {
+        "type": "tool",
+        "tool": "echo",
+        "args": {"x": 1},
+        "tool_defs": {
+            "echo": {
+                "description": "Echo.",
+                "kind": "python",
+                "config": {"function": "tests.unit.runtime.test_tool_step:echo"},
+                "side_effect": "none",
+            }
+        },
+    }
+
+
+def third_identical_call(services: StepServices) -> tuple[StepInvocation, str]:
+    """Three tool steps of one run call `echo` with the same arguments: the first two run, the
+    third stops for a person (loop detection); returns its invocation and the call's id."""
+    run_id = f"run-{uuid.uuid4().hex[:10]}"
+    for step_id in ("first", "second"):
+        run_tool_step(invocation(step_id, echo_step(), run_id=run_id), services)
+    third = invocation("third", echo_step(), run_id=run_id)
+    before = len(ECHOED)
+    with pytest.raises(HumanRequiredError) as info:
+        run_tool_step(third, services)
+    assert info.value.request.kind == "loop" and info.value.request.tool == "echo"
+    assert "3 times" in info.value.request.reason
+    assert len(ECHOED) == before  # stopped before it ran
+    return third, info.value.request.call_id or ""
+
+
+def test_a_loop_stopped_tool_step_runs_the_call_once_more_when_a_person_approves() -> None:
+    services = StepServices()
+    third, call_id = third_identical_call(services)
+    services.tools.decisions.record(
+        third.context.run.id, call_id, ToolDecision("approved", reviewer="ops")
+    )
+    before = len(ECHOED)
+    # The machine runs the step again from its first state once the gate is answered.
+    assert run_tool_step(third, services).output == {"x": 1}
+    assert len(ECHOED) == before + 1
+    # Another step making the same call later in the run is a new call: it stops again.
+    with pytest.raises(HumanRequiredError):
+        run_tool_step(invocation("fourth", echo_step(), run_id=third.context.run.id), services)
+
+
+def test_a_loop_stopped_tool_step_fails_rejected_when_a_person_rejects() -> None:
+    services = StepServices()
+    third, call_id = third_identical_call(services)
+    services.tools.decisions.record(
+        third.context.run.id, call_id, ToolDecision("rejected", reviewer="ops", note="stuck")
+    )
+    before = len(ECHOED)
+    with pytest.raises(RejectedError, match="stuck") as info:
+        run_tool_step(third, services)
+    assert info.value.name is StepErrorName.REJECTED
+    assert len(ECHOED) == before
 
 
 def test_undefined_template_names_fail_with_template() -> None:

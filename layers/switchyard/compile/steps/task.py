@@ -41,16 +41,14 @@ def side_effect_of(unit: Unit, body: Body) -> SideEffect | None:
     return builtin.default_side_effect(body.args) if builtin is not None else None
 
 
-def can_need_human(unit: Unit, body: Body) -> bool:
-    """Whether the step can raise human_required: an agent with tools (approvals, loop
-    detection), a declared tool with an approval policy, a non-idempotent tool."""
+def can_need_human(body: Body) -> bool:
+    """Whether the step can raise human_required: every tool call is checked for loops (the
+    same tool with the same arguments a third time in a run), so every tool step and every agent
+    with tools can; a tool's approval policy and a non-idempotent tool's unknown outcome also
+    raise it. Routers and agents without tools call no tool."""
     if isinstance(body, AgentBody):
         return bool(body.tools)
-    if isinstance(body, ToolBody):
-        declared = unit.workflow.tools.get(body.tool)
-        approval = declared is not None and declared.policy.require_approval_if is not None
-        return approval or side_effect_of(unit, body) is SideEffect.NON_IDEMPOTENT
-    return False
+    return isinstance(body, ToolBody)
 
 
 def invocation(unit: Unit, body: Body, *, loop_retries: bool) -> State:
@@ -116,7 +114,7 @@ def lambda_step(
         }
         start = block.add(unit.name("attempts"), counter)
     task["Retry"] = retriers(policy, side_effect)
-    catches = budget_and_human_catches(unit, start, can_need_human=can_need_human(unit, body))
+    catches = budget_and_human_catches(unit, start, can_need_human=can_need_human(body))
     decide: State | None = None
     if linear:
         loop_start, decide = _wait_loop(unit, policy, task_name)
