@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import psycopg
-import pytest
 
 from tests.e2e.engine_chaos import (
     EngineUnderTest,
@@ -23,12 +22,6 @@ from tests.pg import fresh_database
 WORKFLOW = Path(__file__).resolve().parent / "workflows" / "crash-in-progress.yaml"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the dead engine's INPROGRESS idempotency record blocks the key for the task's whole "
-    "Lambda time (900 s without TimeoutSeconds); the re-dispatched step fails 'already running' "
-    "after its retries (reported to the engine owner)",
-)
 def test_an_idempotent_call_in_flight_at_a_crash_runs_once_after_the_restart(
     tmp_path: Path,
 ) -> None:

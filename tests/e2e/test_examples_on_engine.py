@@ -168,12 +168,6 @@ def test_a_post_the_router_sends_to_a_moderator_waits_for_the_decision(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the engine's run records (engine/records.py) count only the run's own Lambda steps: "
-    "a sub-workflow step's record and the parent run's totals leave out the child runs' spend, "
-    "which docs/workflow-format.md says counts toward the parent (reported to the engine owner)",
-)
 def test_a_parent_runs_totals_include_its_child_runs_spend(
     runs: dict[str, dict[str, Any]],
 ) -> None:

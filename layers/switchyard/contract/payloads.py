@@ -7,7 +7,7 @@ the way in. Field names are the JSON keys on the wire.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,6 +27,22 @@ class WorkflowInfo(Wire):
     budget: WorkflowBudget | None = None
 
 
+class BudgetLimits(Wire):
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+
+
+class EnclosingBudget(Wire):
+    """A budget that a sub-workflow run's spend also counts toward: the run of every ancestor
+    (`max_cost_usd` is "whole run, sub-workflows included"), and the budget of the `sub_workflow`
+    step that started it. `kind` and `id` name the budget ledger's scope."""
+
+    kind: Literal["run", "step"]
+    id: str
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+
+
 class RunContext(Wire):
     """`run` in templates: the run's identity."""
 
@@ -38,6 +54,28 @@ class RunContext(Wire):
     tenant: str = "default"
     parent: str | None = None
     """Execution id of the run that started this one as a sub-workflow."""
+    enclosing_budgets: list[EnclosingBudget] = Field(default_factory=list)
+    """Of a sub-workflow run: the budgets above it, outermost first (see EnclosingBudget)."""
+
+
+class ParentLink(Wire):
+    """What a `sub_workflow` step passes to its child under `PARENT_LINK_KEY` in the child's
+    input: the parent's run (with its own enclosing budgets), the parent workflow's budget, and
+    the step with its budget. `run_start` turns it into the child's `enclosing_budgets`."""
+
+    run: RunContext
+    budget: BudgetLimits | None = None
+    """The parent workflow's `budget` (its money and token limits)."""
+    step: str
+    item: str = ""
+    """`:<index>` inside a map, `:<iteration>` inside a loop: the step's ledger key suffix."""
+    step_budget: BudgetLimits | None = None
+    """The `sub_workflow` step's `budget`."""
+
+
+PARENT_LINK_KEY = "switchyard:parent"
+"""The key of a child execution's input that carries the ParentLink (not a workflow input: an
+input name cannot contain a colon)."""
 
 
 class StepContext(Wire):

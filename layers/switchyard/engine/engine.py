@@ -411,8 +411,13 @@ class Engine:
         self._current_execution_id = execution.id
         self._cache_put(execution)
         transition = self._interpreter.start(execution, role_arn=self.arns.role())
-        parent_id = command.parent.get("execution_id") if command.parent else None
-        self._recorder.transition(transition, started=True, parent_id=parent_id)
+        parent = command.parent or {}
+        self._recorder.transition(
+            transition,
+            started=True,
+            parent_id=parent.get("execution_id"),
+            parent_step=parent.get("step"),
+        )
         batch.add(transition)
         return {"executionArn": arn, "startDate": now}
 
@@ -646,12 +651,14 @@ class Engine:
                     )
                 )
                 return
+        frame = parent.frames.get(command.frame)
         link = {
             "execution_id": parent.id,
             "arn": parent.arn,
             "frame": command.frame,
             "attempt": command.attempt,
             "integration": integration,
+            "step": frame.state if frame else None,
         }
         name = str(params.get("Name") or uuid.uuid4())
         try:
@@ -692,7 +699,6 @@ class Engine:
                 )
             )
             return
-        frame = parent.frames.get(command.frame)
         if frame is not None and frame.task is not None:
             frame.task["child_arn"] = child_arn
             frame.touch()
@@ -894,8 +900,12 @@ class Engine:
     # --- recovery ------------------------------------------------------------------------------
 
     def _recover(self) -> None:
-        """Re-arm the timers and re-dispatch the tasks that had not finished (at-least-once)."""
+        """Re-arm the timers and re-dispatch the tasks that had not finished (at-least-once).
+
+        Calls that were in progress in the engine that died are let go first, so that their
+        re-dispatched steps may call again instead of waiting out the Lambda deadline."""
         assert self._store is not None and self._conn is not None
+        self._store.expire_calls_in_progress()
         for row in self._store.timers():
             self._timers.set(
                 (row["execution_id"], row["frame_id"], row["kind"]), row["fire_at"], row["attempt"]

@@ -49,9 +49,10 @@ class Ownership:
     def owner_pid(conninfo: str) -> int | None:
         """The backend pid holding the engine lock, if any (for `switchyard engine status`)."""
         with psycopg.connect(conninfo, autocommit=True) as conn:
-            row = conn.execute(
+            row = conn.execute(  # advisory locks are per database; others may have engines too
                 "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
-                " AND objid = %s AND classid = 0",
+                " AND objid = %s AND classid = 0"
+                " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
                 (ENGINE_LOCK & 0xFFFFFFFF,),
             ).fetchone()
             return int(row[0]) if row else None

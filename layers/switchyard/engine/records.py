@@ -64,7 +64,14 @@ class RunRecorder:
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self._conn = conn
 
-    def transition(self, transition: Transition, *, started: bool, parent_id: int | None) -> None:
+    def transition(
+        self,
+        transition: Transition,
+        *,
+        started: bool,
+        parent_id: int | None,
+        parent_step: str | None = None,
+    ) -> None:
         execution = transition.execution
         workflow = workflow_of(execution)
         if workflow is None:
@@ -72,12 +79,11 @@ class RunRecorder:
         if started:
             self._conn.execute(
                 "INSERT INTO workflow_runs (execution_id, run_id, workflow, workflow_version,"
-                " status,"
-                " input, started_at, parent_execution_id) VALUES (%s, %s, %s, %s, 'running',"
-                " %s::jsonb, %s, %s)"
+                " status, input, started_at, parent_execution_id, parent_step)"
+                " VALUES (%s, %s, %s, %s, 'running', %s::jsonb, %s, %s, %s)"
                 " ON CONFLICT (execution_id) DO NOTHING",
                 (execution.id, execution.name, workflow[0], workflow[1], _json(execution.input),
-                 execution.started_at, parent_id),
+                 execution.started_at, parent_id, parent_step),
             )  # fmt: skip
         for request in transition.tasks:
             self._scheduled(execution, request)
@@ -143,6 +149,41 @@ class RunRecorder:
             " output_tokens = output_tokens + %s, updated_at = now(), version = version + 1"
             " WHERE execution_id = %s",
             (cost, tokens_in, tokens_out, execution.id),
+        )
+        if execution.parent:
+            self._count_for_ancestors(execution, cost, tokens_in, tokens_out)
+
+    def _count_for_ancestors(
+        self, execution: Execution, cost: Decimal, tokens_in: int, tokens_out: int
+    ) -> None:
+        """A sub-workflow's spend also counts toward every ancestor run's totals and toward the
+        record of the step that started it there."""
+        self._conn.execute(
+            "WITH RECURSIVE up(execution_id, step_id) AS ("
+            "  SELECT parent_execution_id, parent_step FROM workflow_runs"
+            "   WHERE execution_id = %(id)s AND parent_execution_id IS NOT NULL"
+            "  UNION ALL"
+            "  SELECT w.parent_execution_id, w.parent_step FROM workflow_runs w"
+            "   JOIN up ON w.execution_id = up.execution_id"
+            "   WHERE w.parent_execution_id IS NOT NULL"
+            "), runs AS ("
+            "  UPDATE workflow_runs r SET cost_usd = r.cost_usd + %(cost)s,"
+            "   input_tokens = r.input_tokens + %(in)s, output_tokens = r.output_tokens + %(out)s,"
+            "   updated_at = now(), version = r.version + 1"
+            "  FROM up WHERE r.execution_id = up.execution_id"
+            "  RETURNING r.execution_id"
+            ")"
+            " INSERT INTO task_runs (execution_id, step_id, item, status, attempts, cost_usd,"
+            "  input_tokens, output_tokens, started_at)"
+            " SELECT up.execution_id, up.step_id, '', 'running', 1, %(cost)s, %(in)s, %(out)s,"
+            "  now() FROM up JOIN runs ON runs.execution_id = up.execution_id"
+            "  WHERE up.step_id IS NOT NULL"
+            " ON CONFLICT (execution_id, step_id, item) DO UPDATE SET"
+            "  cost_usd = task_runs.cost_usd + EXCLUDED.cost_usd,"
+            "  input_tokens = task_runs.input_tokens + EXCLUDED.input_tokens,"
+            "  output_tokens = task_runs.output_tokens + EXCLUDED.output_tokens,"
+            "  updated_at = now(), version = task_runs.version + 1",
+            {"id": execution.id, "cost": cost, "in": tokens_in, "out": tokens_out},
         )
 
     def _scheduled(self, execution: Execution, request: TaskRequest) -> None:

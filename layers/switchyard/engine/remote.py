@@ -69,6 +69,10 @@ class CommandListener:
         self._thread = threading.Thread(target=self._run, name="switchyard-commands", daemon=True)
 
     def start(self) -> None:
+        """Take back the commands a dead engine had taken and not answered (starts are idempotent
+        by name, callbacks by token: doing one again is safe), then listen."""
+        with psycopg.connect(self._conninfo, autocommit=True) as conn:
+            conn.execute("UPDATE engine_commands SET status = 'pending' WHERE status = 'taken'")
         self._thread.start()
 
     def close(self) -> None:

@@ -11,10 +11,13 @@ STEP_ID_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 WORKFLOW_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,62}$"
 TOOL_NAME_PATTERN = r"^[a-zA-Z][a-zA-Z0-9_-]{0,63}$"
 WORKFLOW_REF_PATTERN = r"^[a-z][a-z0-9-]{0,62}(@[1-9][0-9]*)?$"
+INPUT_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
+"""An input is read as `inputs.<name>` in templates and conditions, so its name is an identifier."""
 
 StepId = Annotated[str, StringConstraints(pattern=STEP_ID_PATTERN)]
 WorkflowName = Annotated[str, StringConstraints(pattern=WORKFLOW_NAME_PATTERN)]
 ToolName = Annotated[str, StringConstraints(pattern=TOOL_NAME_PATTERN)]
+InputName = Annotated[str, StringConstraints(pattern=INPUT_NAME_PATTERN)]
 
 Template = Annotated[
     str,

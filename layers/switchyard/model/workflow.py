@@ -6,7 +6,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from switchyard.model.base import OnError, Spec, StepId, Template, ToolName, WorkflowName
+from switchyard.model.base import (
+    InputName,
+    OnError,
+    Spec,
+    StepId,
+    Template,
+    ToolName,
+    WorkflowName,
+)
 from switchyard.model.budget import WorkflowBudget
 from switchyard.model.durations import Duration
 from switchyard.model.retry import RetryPolicy
@@ -50,7 +58,7 @@ class Workflow(Spec):
     """A changed definition gets a higher version; in-flight runs keep theirs."""
     description: str | None = None
     tenant: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")] = "default"
-    inputs: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    inputs: dict[InputName, dict[str, Any]] = Field(default_factory=dict)
     """Input name -> JSON Schema (draft 2020-12); `default` fills missing values."""
     outputs: dict[str, Template] | None = None
     """Output name -> template; default: the outputs of the steps nothing depends on."""

@@ -10,8 +10,17 @@ from __future__ import annotations
 from typing import Any
 
 import jsonschema_rs
+from pydantic import ValidationError
 
-from switchyard.contract import RunContext, RunStartRequest, RunStartResult, StepErrorName
+from switchyard.contract import (
+    PARENT_LINK_KEY,
+    EnclosingBudget,
+    ParentLink,
+    RunContext,
+    RunStartRequest,
+    RunStartResult,
+    StepErrorName,
+)
 from switchyard.contract.errors import lambda_error
 
 PARENT_KEY = "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID"
@@ -34,7 +43,7 @@ def check_inputs(schemas: dict[str, dict[str, Any]], given: Any) -> dict[str, An
     problems: list[str] = []
     inputs: dict[str, Any] = {}
     for name, value in given.items():
-        if name.startswith("AWS_STEP_FUNCTIONS_"):
+        if name.startswith("AWS_STEP_FUNCTIONS_") or name == PARENT_LINK_KEY:
             continue
         if name not in schemas:
             known = ", ".join(schemas) or "none"
@@ -60,9 +69,44 @@ def check_inputs(schemas: dict[str, dict[str, Any]], given: Any) -> dict[str, An
     return inputs
 
 
+def enclosing_budgets(link: ParentLink) -> list[EnclosingBudget]:
+    """The budgets a child run's spend counts toward: its parent's (and theirs), outermost
+    first, then the `sub_workflow` step's own. The parent's run is always there, with or without
+    limits, so that its totals count the child's spend."""
+    parent = link.budget
+    budgets = [
+        *link.run.enclosing_budgets,
+        EnclosingBudget(
+            kind="run",
+            id=link.run.id,
+            max_cost_usd=parent.max_cost_usd if parent else None,
+            max_tokens=parent.max_tokens if parent else None,
+        ),
+    ]
+    if link.step_budget is not None:
+        budgets.append(
+            EnclosingBudget(
+                kind="step",
+                id=f"{link.run.id}:{link.step}{link.item}",
+                max_cost_usd=link.step_budget.max_cost_usd,
+                max_tokens=link.step_budget.max_tokens,
+            )
+        )
+    return budgets
+
+
+def _parent_link(value: Any) -> ParentLink:
+    try:
+        return ParentLink.model_validate(value)
+    except ValidationError as exc:
+        raise InvalidRunInputError([f"'{PARENT_LINK_KEY}' is not a parent link: {exc}"]) from None
+
+
 def start_run(request: RunStartRequest) -> RunStartResult:
     inputs = check_inputs(request.inputs_schema, request.input)
-    parent = request.input.get(PARENT_KEY) if isinstance(request.input, dict) else None
+    given = request.input if isinstance(request.input, dict) else {}
+    parent = given.get(PARENT_KEY)
+    link = given.get(PARENT_LINK_KEY)
     run = RunContext(
         id=request.execution_name,
         workflow=request.workflow.name,
@@ -70,6 +114,7 @@ def start_run(request: RunStartRequest) -> RunStartResult:
         started_at=request.start_time,
         tenant=request.workflow.tenant,
         parent=parent if isinstance(parent, str) else None,
+        enclosing_budgets=enclosing_budgets(_parent_link(link)) if link else [],
     )
     return RunStartResult(inputs=inputs, run=run)
 

@@ -3,7 +3,9 @@
 At the start of an attempt: the run's `max_duration` (from `run.started_at`), the open
 reservations a crashed earlier attempt of this step left (released), and the run's `max_steps`
 (this attempt counted once). Before each model call: a reservation of the estimated cost on the
-run, the step (if it has a budget) and the tenant's day (if it has a limit), all or nothing. The
+run, the step (if it has a budget), the budgets enclosing a sub-workflow run (its ancestors'
+runs and the `sub_workflow` step's budget) and the tenant's day (if it has a limit), all or
+nothing. The
 estimate is the step's `budget.max_cost_usd` (what is left of it), else the historical average
 cost of this model in this step, else $0.10. After the call: settled to the real cost and tokens.
 """
@@ -85,6 +87,16 @@ class BudgetGuard:
                 run_budget.max_tokens if run_budget is not None else None,
             )
         ]
+        for enclosing in self.invocation.context.run.enclosing_budgets:
+            limits.append(
+                ScopeLimit(
+                    Scope(enclosing.kind, enclosing.id),
+                    to_micros(str(enclosing.max_cost_usd))
+                    if enclosing.max_cost_usd is not None
+                    else None,
+                    enclosing.max_tokens,
+                )
+            )
         if self.step_budget is not None:
             limits.append(
                 ScopeLimit(

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from psycopg_pool import ConnectionPool
 
-from switchyard.contract import StepErrorName
+from switchyard.contract import EnclosingBudget, StepErrorName, StepInvocation
 from switchyard.runtime import StepServices, run_agent_step
 from switchyard.runtime.errors import (
     BudgetExceededError,
@@ -23,7 +23,7 @@ from switchyard.runtime.models_catalog import ModelCatalog
 from switchyard.runtime.providers import ScriptedProvider
 from switchyard.runtime.tools import GatewayStores
 from switchyard.stores.audit import InMemoryAuditLog
-from switchyard.stores.budget import PostgresBudgetLedger, Scope
+from switchyard.stores.budget import PostgresBudgetLedger, Scope, ScopeLimit
 from switchyard.stores.tool_calls import ToolDecision
 from tests.unit.runtime.helpers import invocation, retried
 from tests.unit.runtime.providers.fake_api import FakeClaude, message, ok, text_message
@@ -389,6 +389,32 @@ def test_budgets_refuse_a_call_that_does_not_fit_and_settle_real_costs(
     assert totals.tokens == 1_100
     assert Decimal(str(result.cost_usd)) == Decimal("0.0045")
     assert ledger.average_cost("claude-sonnet-4-5", "support:draft") == 4_500
+
+
+def test_a_sub_workflow_runs_spend_counts_toward_its_parent_runs_budget(
+    pg_pool: ConnectionPool,
+) -> None:
+    ledger = PostgresBudgetLedger(pg_pool)
+    fake = FakeClaude()
+    fake.queue("claude-sonnet-4-5", ok(text_message("ok", input_tokens=1000, output_tokens=100)))
+    services = services_for(fake, ledger=ledger)
+    parent = f"parent-{uuid.uuid4().hex[:8]}"
+    enclosing = [EnclosingBudget(kind="run", id=parent, max_cost_usd=0.12)]
+
+    def child(step: str) -> StepInvocation:
+        inv = invocation(step, agent(), inputs={"body": "x"})
+        run = inv.context.run.model_copy(update={"enclosing_budgets": enclosing})
+        return inv.model_copy(update={"context": inv.context.model_copy(update={"run": run})})
+
+    run_agent_step(child("first"), services)  # the $0.10 estimate fits; $0.0045 is spent
+    assert ledger.totals(Scope("run", parent)).spent_micros == 4_500
+    # another child of the same parent holds $0.10: the next $0.10 estimate no longer fits $0.12
+    sibling = ScopeLimit(Scope("run", parent), 120_000, None)
+    ledger.reserve("sibling", 100_000, [sibling], owner="sibling-run")
+    with pytest.raises(BudgetExceededError) as info:
+        run_agent_step(child("second"), services)
+    assert info.value.scope == f"run:{parent}"
+    assert len(fake.requests) == 1
 
 
 def test_max_duration_and_max_steps(pg_pool: ConnectionPool) -> None:

@@ -1,6 +1,13 @@
 """Sub-workflows: the child's state machine runs as an execution of its own
-(`states:startExecution.sync:2`), named from the parent run and step so that a retry, a redrive
-or a recovered engine finds the same child instead of starting a second one."""
+(`states:startExecution.sync:2`).
+
+The child's name is a hash of the parent run, the step, the map index or loop iteration, and the
+attempt (`$$.State.EnteredTime` and `$$.State.RetryCount`): each attempt, resume or redrive starts
+a new child, while the same attempt always names the same child, so a start that is repeated (a
+recovered engine re-dispatching it) finds the child instead of starting a second one.
+
+The child's input carries a `ParentLink` under `PARENT_LINK_KEY`: the parent's run, the parent
+workflow's budget and the step's budget, so that the child's spend also counts toward them."""
 
 from __future__ import annotations
 
@@ -11,22 +18,51 @@ from switchyard.compile.retry import retriers
 from switchyard.compile.steps.failure import Fallback, catch, failure_path
 from switchyard.compile.steps.unit import START_CHILD_SYNC, Unit
 from switchyard.compile.template_paths import parameters_for, render_task
-from switchyard.contract import state_machine_placeholder
-from switchyard.model import OnError, SubWorkflowBody
+from switchyard.contract import PARENT_LINK_KEY, state_machine_placeholder
+from switchyard.model import OnError, SubWorkflowBody, WorkflowBudget
 
 PARENT_KEY = "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID"
 RENDERED = "$.rendered"
 
 
-def child_name(unit: Unit) -> str:
-    """A deterministic execution name (Step Functions allows 80 characters of [0-9A-Za-z_-])."""
-    parts = ["$.run.id", f"'{unit.step_id}'"]
+def _item(unit: Unit) -> str | None:
+    """The path of the map index or loop iteration the step runs for, if any."""
     if unit.scope and unit.record_path == "$.result":
-        parts.append("$.scope.index")
+        return "$.scope.index"
     if unit.scope and unit.record_path == "$.scope.result":
-        parts.append("$.scope.iteration")
+        return "$.scope.iteration"
+    return None
+
+
+def child_name(unit: Unit) -> str:
+    """The child's execution name, one per attempt (Step Functions allows 80 characters of
+    [0-9A-Za-z_-]: a SHA-1 in hex)."""
+    parts = ["$.run.id", f"'{unit.step_id}'"]
+    item = _item(unit)
+    if item:
+        parts.append(item)
+    parts += ["$$.State.EnteredTime", "$$.State.RetryCount"]
     pattern = ":".join("{}" for _ in parts)
     return f"States.Hash(States.Format('{pattern}', {', '.join(parts)}), 'SHA-1')"
+
+
+def _limits(budget: WorkflowBudget | None) -> dict[str, Any]:
+    if budget is None:
+        return {}
+    return budget.model_dump(mode="json", include={"max_cost_usd", "max_tokens"}, exclude_none=True)
+
+
+def parent_link(unit: Unit, body: SubWorkflowBody) -> dict[str, Any]:
+    """The `ParentLink` parameters: the run from the state, the budgets known at compile time."""
+    link: dict[str, Any] = {"run.$": "$.run", "step": unit.step_id}
+    item = _item(unit)
+    if item:
+        link["item.$"] = f"States.Format(':{{}}', {item})"
+    for key, budget in (("budget", unit.workflow.budget), ("step_budget", body.budget)):
+        limits = _limits(budget)
+        if limits:
+            link[key] = limits
+    return link
 
 
 def sub_workflow(
@@ -51,8 +87,13 @@ def sub_workflow(
         "ResultSelector": {"status": "completed", "output.$": "$.Output"},
         "ResultPath": unit.record_path,
     }
+    link = parent_link(unit, body)
     if pure:
-        task["Parameters"]["Input"] = {**parameters, f"{PARENT_KEY}.$": "$$.Execution.Id"}
+        task["Parameters"]["Input"] = {
+            **parameters,
+            f"{PARENT_KEY}.$": "$$.Execution.Id",
+            PARENT_LINK_KEY: link,
+        }
     else:
         task["Parameters"]["Input.$"] = f"{RENDERED}.value"
     timeout = unit.timeout(body)
@@ -67,7 +108,7 @@ def sub_workflow(
             unit.context(body),
             step_id=unit.step_id,
             result_path=RENDERED,
-            extra={f"{PARENT_KEY}.$": "$$.Execution.Id"},
+            extra={f"{PARENT_KEY}.$": "$$.Execution.Id", PARENT_LINK_KEY: link},
             after=list(getattr(unit.step, "after", [])),
             merge=getattr(unit.step, "merge", "by_step"),
         )

@@ -1,0 +1,74 @@
+"""run_start: inputs checked, and a sub-workflow run's enclosing budgets built from the link its
+parent passes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from switchyard.contract import PARENT_LINK_KEY, RunStartRequest, WorkflowInfo
+from switchyard.platform.run_start import InvalidRunInputError, start_run
+
+SCHEMAS = {"document": {"type": "object"}}
+
+
+def request(data: dict[str, Any], name: str = "child-run") -> RunStartRequest:
+    return RunStartRequest(
+        workflow=WorkflowInfo(name="summarize-document", version=1),
+        inputs_schema=SCHEMAS,
+        input=data,
+        execution_id=f"arn:aws:states:us-east-1:123456789012:execution:summarize-document:{name}",
+        execution_name=name,
+        start_time="2026-01-01T00:00:00Z",
+    )
+
+
+def parent_run(**extra: Any) -> dict[str, Any]:
+    return {
+        "id": "parent-run",
+        "workflow": "document-processing",
+        "version": 1,
+        "started_at": "2026-01-01T00:00:00Z",
+        **extra,
+    }
+
+
+def test_a_child_run_counts_toward_its_parent_and_the_starting_step() -> None:
+    link = {
+        "run": parent_run(),
+        "budget": {"max_cost_usd": 2.0},
+        "step": "summarize_each",
+        "item": ":3",
+        "step_budget": {"max_cost_usd": 0.25, "max_tokens": 9000},
+    }
+    result = start_run(request({"document": {}, PARENT_LINK_KEY: link}))
+    assert result.inputs == {"document": {}}  # the link is not an input
+    assert [b.model_dump() for b in result.run.enclosing_budgets] == [
+        {"kind": "run", "id": "parent-run", "max_cost_usd": 2.0, "max_tokens": None},
+        {
+            "kind": "step",
+            "id": "parent-run:summarize_each:3",
+            "max_cost_usd": 0.25,
+            "max_tokens": 9000,
+        },
+    ]
+
+
+def test_a_grandchild_keeps_every_ancestor_outermost_first() -> None:
+    outer = {"kind": "run", "id": "root-run", "max_cost_usd": 5.0}
+    link = {"run": parent_run(enclosing_budgets=[outer]), "step": "nested"}
+    run = start_run(request({"document": {}, PARENT_LINK_KEY: link})).run
+    assert [(b.kind, b.id, b.max_cost_usd) for b in run.enclosing_budgets] == [
+        ("run", "root-run", 5.0),
+        ("run", "parent-run", None),  # no limit of its own: still counted, for its totals
+    ]
+
+
+def test_a_run_started_by_hand_has_no_enclosing_budgets() -> None:
+    assert start_run(request({"document": {}})).run.enclosing_budgets == []
+
+
+def test_a_malformed_link_is_an_input_error() -> None:
+    with pytest.raises(InvalidRunInputError, match="parent link"):
+        start_run(request({"document": {}, PARENT_LINK_KEY: {"step": 7}}))
