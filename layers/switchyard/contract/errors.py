@@ -8,7 +8,9 @@ record's `error.type` reads like the format. Step Functions' own names are mappe
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
+from typing import Any
 
 from switchyard.model import ErrorType
 
@@ -86,3 +88,45 @@ def lambda_error(name: str, message: str) -> Exception:
         cls = type(name, (Exception,), {"__module__": "switchyard"})
         _LAMBDA_ERROR_CLASSES[name] = cls
     return cls(message)
+
+
+def read_cause(cause: object) -> tuple[str, int | None]:
+    """The plain message of a Step Functions `Cause`, and the attempt number the failing
+    function reported with it (None when it reported none).
+
+    A Cause comes in many shapes, and every one must read: Lambda's error JSON
+    `{"errorType", "errorMessage", ...}` whose `errorMessage` is our functions' JSON
+    `{"type", "message", "attempts", ...}` (or a `HumanRequest`, whose text is its `reason`, or
+    plain text from an unexpected exception); a human gate's rejection `{"reviewer", "note"}`; a
+    failed child execution's `{"Error", "Cause"}`; or plain text (`States.Timeout`, the
+    machine's own Pass and Fail states). Anything else is returned as it came, as text.
+    """
+    if cause is None:
+        return "", None
+    detail: Any = cause
+    if isinstance(cause, str):
+        detail = _json_or_text(cause)
+    if isinstance(detail, dict) and isinstance(detail.get("errorMessage"), str):
+        detail = _json_or_text(detail["errorMessage"])
+    if not isinstance(detail, dict):
+        return (detail if isinstance(detail, str) else json.dumps(detail)), None
+    attempts = detail.get("attempts")
+    reported = attempts if isinstance(attempts, int) and attempts > 0 else None
+    for key in ("message", "reason"):
+        if isinstance(detail.get(key), str):
+            return detail[key], reported
+    if "reviewer" in detail:
+        note = detail.get("note")
+        by = f" by {detail['reviewer']}" if detail.get("reviewer") else ""
+        return f"rejected{by}" + (f": {note}" if note else ""), None
+    if "Cause" in detail or "Error" in detail:  # a failed child execution
+        message, _ = read_cause(detail.get("Cause"))
+        return message or str(detail.get("Error") or ""), None
+    return json.dumps(detail, ensure_ascii=False), reported
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

@@ -32,10 +32,15 @@ class StepError(Exception):
         """The shape Lambda reports for an unhandled error: errorType and errorMessage."""
         return {"errorType": str(self.name), "errorMessage": json.dumps(self.cause())}
 
-    def as_lambda_exception(self) -> Exception:
+    def as_lambda_exception(self, *, attempt: int | None = None) -> Exception:
         """What a handler raises: Lambda names the `errorType` after the exception's class, so
-        this is an exception whose class is named `self.name`, with the cause as its message."""
-        return lambda_error(str(self.name), json.dumps(self.cause()))
+        this is an exception whose class is named `self.name`, with the cause as its message.
+        `attempt` (the attempt that failed) goes into the cause as `attempts`: a failed step's
+        record reads it there, since Step Functions does not say how often a Task was tried."""
+        cause = self.cause()
+        if attempt is not None:
+            cause["attempts"] = attempt
+        return lambda_error(str(self.name), json.dumps(cause))
 
 
 class PermanentError(StepError):

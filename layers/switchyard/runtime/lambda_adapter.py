@@ -66,7 +66,7 @@ def step_handler(function: str, run: StepRunner) -> Handler:
             result = run(invocation, step_services(), context)
         except StepError as error:
             logger.warning("the step failed", extra={"error_type": str(error.name)})
-            raise error.as_lambda_exception() from None
+            raise error.as_lambda_exception(attempt=invocation.attempt) from None
         finally:
             elapsed_ms = (time.perf_counter() - started) * 1000
             metrics.add_metric(

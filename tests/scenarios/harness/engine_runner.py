@@ -63,7 +63,9 @@ def run_on_engine(
         events = [
             _as_event(e) for e in store.history(row.id, after=0, limit=100_000, reverse=False)
         ]
-        letters = store.dead_letters()
+        letters = [
+            json.loads(d["body"]) for d in store.dead_letters() if d["execution_id"] == row.id
+        ]
     steps, entered = records_from_history(events)
     return Outcome(
         status=STATUS[status],
@@ -73,9 +75,8 @@ def run_on_engine(
         steps=steps,
         calls=dict(functions.calls),
         states_entered=entered,
-        dead_letters=[
-            json.loads(d["body"])["step_id"] for d in letters if d["execution_id"] == row.id
-        ],
+        dead_letters=[letter["step_id"] for letter in letters],
+        letters=letters,
     )
 
 

@@ -164,7 +164,7 @@ def run_on_moto(scenario: Scenario, *, definitions: dict[str, str] | None = None
         )["executionArn"]
         described = _drive(sfn, execution, functions, scenario)
         events = execution_history(sfn, execution)
-        dead_letters = _dead_letters()
+        letters = _dead_letters()
     steps, entered = records_from_history(events)
     output = json.loads(described["output"]) if described.get("output") else None
     return Outcome(
@@ -175,7 +175,8 @@ def run_on_moto(scenario: Scenario, *, definitions: dict[str, str] | None = None
         steps=steps,
         calls=dict(functions.calls),
         states_entered=entered,
-        dead_letters=dead_letters,
+        dead_letters=[letter["step_id"] for letter in letters],
+        letters=letters,
     )
 
 
@@ -251,15 +252,15 @@ def _decide(
         raise AssertionError(f"unknown gate action {kind}")
 
 
-def _dead_letters() -> list[str]:
+def _dead_letters() -> list[dict[str, Any]]:
     sqs = boto3.client("sqs", region_name=REGION)
     url = sqs.get_queue_url(QueueName="switchyard-dead-letters")["QueueUrl"]
-    steps: list[str] = []
+    letters: list[dict[str, Any]] = []
     while True:
         messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
         if not messages:
-            return steps
-        steps += [json.loads(m["Body"])["step_id"] for m in messages]
+            return letters
+        letters += [json.loads(m["Body"]) for m in messages]
 
 
 def execution_history(sfn: Any, execution: str) -> list[dict[str, Any]]:

@@ -25,6 +25,8 @@ class Outcome:
     states_entered: list[str] = field(default_factory=list)
     dead_letters: list[str] = field(default_factory=list)
     """Steps whose failed input reached the dead-letter queue, in order."""
+    letters: list[dict[str, Any]] = field(default_factory=list)
+    """The dead-letter messages themselves, in the same order."""
 
     def step_statuses(self) -> dict[str, str]:
         return {step_id: str(record.get("status")) for step_id, record in self.steps.items()}
@@ -67,6 +69,8 @@ def check(outcome: Outcome, expect: dict[str, Any]) -> None:
     )
     if "error" in expect:
         assert outcome.error == expect["error"], f"error {outcome.error}: {outcome.cause}"
+    if "cause" in expect:
+        assert outcome.cause == expect["cause"], f"cause {outcome.cause!r}"
     if "steps" in expect:
         statuses = outcome.step_statuses()
         wanted = expect["steps"]
@@ -83,9 +87,15 @@ def check(outcome: Outcome, expect: dict[str, Any]) -> None:
     if "dead_letters" in expect:
         assert outcome.dead_letters == expect["dead_letters"]
     for step_id, wanted in (expect.get("records") or {}).items():
-        record = outcome.steps.get(step_id, {})
-        for key, value in wanted.items():
-            found: Any = record
-            for part in key.split("."):  # `error.type` reads a field of a field
-                found = found.get(part) if isinstance(found, dict) else None
-            assert found == value, f"steps.{step_id}.{key} = {found!r}, expected {value!r}"
+        _has_fields(outcome.steps.get(step_id, {}), wanted, f"steps.{step_id}")
+    for step_id, wanted in (expect.get("letters") or {}).items():
+        (letter,) = [m for m in outcome.letters if m.get("step_id") == step_id]
+        _has_fields(letter, wanted, f"the dead letter of {step_id}")
+
+
+def _has_fields(found_in: dict[str, Any], wanted: dict[str, Any], where: str) -> None:
+    for key, value in wanted.items():
+        found: Any = found_in
+        for part in key.split("."):  # `error.type` reads a field of a field
+            found = found.get(part) if isinstance(found, dict) else None
+        assert found == value, f"{where}: {key} = {found!r}, expected {value!r}"

@@ -18,6 +18,8 @@ expect:
   entered: ["research:needs a human"]                # states that must have been entered
   dead_letters: [research]                           # steps whose failure reached the queue
   records: {research: {error.type: timeout}}         # fields of the final step records
+  letters: {research: {input.inputs: {...}}}          # fields of the dead-letter messages
+  cause: "..."                                       # the run's cause, when it failed
 """
 
 from __future__ import annotations

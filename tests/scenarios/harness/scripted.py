@@ -71,10 +71,7 @@ class ScriptedFunctions:
         position = attempt + (scope.get("index") or 0) + ((scope.get("iteration") or 1) - 1)
         entry = entries[min(position, len(entries) - 1)]
         if "error" in entry:
-            message = {"type": entry["error"], "message": entry.get("message", "scripted failure")}
-            if "retry_after" in entry:
-                message["retry_after"] = entry["retry_after"]
-            raise lambda_error(entry["error"], json.dumps(message))
+            raise lambda_error(entry["error"], json.dumps(_cause(entry, invocation.attempt)))
         if "output" in entry:
             output = entry["output"]
         elif "route" in entry:
@@ -94,3 +91,15 @@ class ScriptedFunctions:
             loop_output=loop_output(output, scope["iteration"]) if "iteration" in scope else None,
         )
         return result.model_dump(mode="json")
+
+
+def _cause(entry: dict[str, Any], attempt: int) -> dict[str, Any]:
+    """The error's cause as the step runtime writes it (`StepError.as_lambda_exception`): the
+    type, the message and the attempt; a `human_required` cause is the `HumanRequest` itself."""
+    message = entry.get("message", "scripted failure")
+    if entry["error"] == "human_required":
+        return {**json.loads(message), "attempts": attempt}
+    cause: dict[str, Any] = {"type": entry["error"], "message": message, "attempts": attempt}
+    if "retry_after" in entry:
+        cause["retry_after"] = entry["retry_after"]
+    return cause

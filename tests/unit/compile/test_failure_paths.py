@@ -1,5 +1,6 @@
 """What the compiler emits around a step's failures: the gate that waits for a person when a
-tool call needs one."""
+tool call needs one, the failed record (plain message, attempts) and the dead letter (what the
+step received)."""
 
 from __future__ import annotations
 
@@ -81,3 +82,56 @@ def test_steps_that_call_no_tool_have_no_human_gate(step: str) -> None:
     found = states(steps)
     assert "call:needs a human" not in found
     assert all("human_required" not in catches(s) for s in found.values())
+
+
+def test_a_failed_record_reads_the_plain_message_and_the_attempts_from_the_error() -> None:
+    found = states("steps:\n  call: {type: tool, tool: echo, args: {x: 1}}\n")
+    assert catches(found["call"])["States.ALL"] == "call:error"
+    read = found["call:error"]
+    assert read["Parameters"]["FunctionName"] == "${RenderFunctionArn}"
+    assert read["Parameters"]["Payload"] == {"helper": "failure", "error.$": "$.error"}
+    assert read["ResultPath"] == "$.error" and read["Next"] == "call:failed"
+    # The render function failing never blocks the failure path: the error is kept as caught.
+    assert catches(read) == {"States.ALL": "call:error as is"}
+    assert read["Catch"][0]["ResultPath"] is None
+    assert found["call:error as is"]["Next"] == "call:failed"
+    assert found["call:failed"]["Parameters"] == {
+        "status": "failed",
+        "output": None,
+        "error": {"type.$": "$.error.Error", "message.$": "$.error.Cause"},
+        "attempts.$": "$.error.attempts",
+    }
+    assert found["call:failed"]["Next"] == "call:dead letter"
+
+
+def test_a_dead_letter_carries_what_the_step_received() -> None:
+    found = states(
+        """inputs: {ticket: {type: string}}
+steps:
+  classify: {type: agent, prompt: "{{ inputs.ticket }}"}
+  other: {type: agent, after: [classify], prompt: "x"}
+  call:
+    type: tool
+    after: [other]
+    tool: echo
+    args: {x: "{{ steps.classify.output.text }}"}
+  again:
+    type: loop
+    after: [call]
+    max_iterations: 2
+    step: {type: agent, prompt: "{{ previous }}"}
+"""
+    )
+    body = found["call:dead letter"]["Parameters"]["MessageBody"]
+    assert body["input"] == {
+        "inputs.$": "$.inputs",
+        "steps": {"classify.$": "$.steps.classify", "other.$": "$.steps.other"},
+    }
+    assert "inputs.$" not in body and body["run.$"] == "$.run"
+    assert body["error.$"] == "$.steps.call.error"
+    looped = found["again:dead letter"]["Parameters"]["MessageBody"]["input"]
+    assert looped == {
+        "inputs.$": "$.inputs",
+        "steps": {"call.$": "$.steps.call"},
+        "scope.$": "$.scope",
+    }

@@ -13,12 +13,13 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from aws_lambda_powertools import Metrics
 
 from switchyard.constants import DATABASE_URL_ENV, LLM_SCRIPT_ENV, METRICS_NAMESPACE
 from switchyard.contract import StepErrorName
 from switchyard.engine.dispatch.lambda_context import LambdaContext
 from switchyard.runtime.wiring import step_services
-from tests.unit.runtime.helpers import invocation
+from tests.unit.runtime.helpers import invocation, retried
 
 FUNCTIONS = Path(__file__).resolve().parents[3] / "functions"
 AGENT = {"type": "agent", "model": "claude-sonnet-4-5", "prompt": "Ticket: {{ inputs.body }}"}
@@ -43,6 +44,8 @@ def environment(
     monkeypatch.setenv(DATABASE_URL_ENV, pg_conninfo)
     monkeypatch.setenv(LLM_SCRIPT_ENV, str(script))
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")  # an in-process engine sets it
+    Metrics(namespace=METRICS_NAMESPACE).clear_metrics()  # metrics are shared per process
     step_services.cache_clear()
     yield script
     step_services.cache_clear()
@@ -87,6 +90,17 @@ def test_a_failed_step_raises_under_its_contract_error_name(environment: Path) -
 
     assert type(raised.value).__name__ == StepErrorName.RATE_LIMIT.value == "rate_limit"
     assert "7" in str(raised.value)
+
+
+def test_a_failed_attempt_says_which_attempt_it_was(environment: Path) -> None:
+    """Step Functions does not tell a Catch how often the Task was tried: the cause says."""
+    environment.write_text("draft:\n  - {error: transient, message: down}\n")
+    event = retried(invocation("draft", AGENT, inputs={"body": "x"}), 2).model_dump(mode="json")
+
+    with pytest.raises(Exception) as raised:
+        handler_module("agent_step").handler(event, context("agent_step"))
+
+    assert json.loads(str(raised.value)) == {"type": "transient", "message": "down", "attempts": 3}
 
 
 def test_a_malformed_event_is_refused_before_anything_runs(environment: Path) -> None:

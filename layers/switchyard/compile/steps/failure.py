@@ -9,7 +9,14 @@ from typing import Any
 
 from switchyard.compile.fragments import Exit, Fragment, State, chain
 from switchyard.compile.steps.gating import alive
-from switchyard.compile.steps.unit import LAMBDA_CALLBACK, SQS_SEND, Unit, function
+from switchyard.compile.steps.unit import (
+    LAMBDA_CALLBACK,
+    LAMBDA_INVOKE,
+    LAMBDA_SERVICE_RETRY,
+    SQS_SEND,
+    Unit,
+    function,
+)
 from switchyard.contract import DEAD_LETTER_QUEUE_URL, FunctionName, GateKind
 from switchyard.contract.errors import StepErrorName
 from switchyard.model import OnError
@@ -30,6 +37,44 @@ def catch(names: list[str], target: str) -> dict[str, Any]:
     return {"ErrorEquals": names, "ResultPath": ERROR_PATH, "Next": target}
 
 
+def read_error(unit: Unit) -> State:
+    """The caught error made readable: the render function's `failure` helper turns the Cause
+    (Lambda's error JSON around our functions' JSON, a gate's rejection, a child's failure, plain
+    text) into its plain message, and takes the attempt number the function reported. Python
+    reads every shape; `States.StringToJson` in a Pass would fail the run on a Cause that is not
+    JSON, and a Pass has no Catch."""
+    return {
+        "Type": "Task",
+        "Comment": f"reads why '{unit.step_id}' failed: the plain message, the attempts made",
+        "Resource": LAMBDA_INVOKE,
+        "Parameters": {
+            "FunctionName": function(FunctionName.RENDER),
+            "Payload": {"helper": "failure", "error.$": ERROR_PATH},
+        },
+        "ResultSelector": {
+            "Error.$": "$.Payload.Error",
+            "Cause.$": "$.Payload.Cause",
+            "attempts.$": "$.Payload.attempts",
+        },
+        "ResultPath": ERROR_PATH,
+        "Retry": [LAMBDA_SERVICE_RETRY],
+    }
+
+
+def error_as_is() -> State:
+    """When the error cannot be read (the render function itself failed): keep it as caught."""
+    return {
+        "Type": "Pass",
+        "Comment": "the error could not be read: it is recorded as caught",
+        "Parameters": {
+            "Error.$": f"{ERROR_PATH}.Error",
+            "Cause.$": f"{ERROR_PATH}.Cause",
+            "attempts": None,
+        },
+        "ResultPath": ERROR_PATH,
+    }
+
+
 def record_failure(unit: Unit) -> State:
     # Always the DAG step's own record, also when the failing Task is a loop's iteration.
     return {
@@ -39,9 +84,19 @@ def record_failure(unit: Unit) -> State:
             "status": "failed",
             "output": None,
             "error": {"type.$": f"{ERROR_PATH}.Error", "message.$": f"{ERROR_PATH}.Cause"},
+            "attempts.$": f"{ERROR_PATH}.attempts",
         },
         "ResultPath": unit.step_record,
     }
+
+
+def failed_input(unit: Unit) -> dict[str, Any]:
+    """What the step received: the parts of the state its Task reads (the run's inputs, the
+    records of the steps its templates read and of its `after` steps, its `scope` inside a
+    loop), as the Task's own payload names them; the run travels beside it."""
+    context = unit.context(unit.step)
+    context.pop("run.$", None)
+    return context
 
 
 def dead_letter(unit: Unit) -> State:
@@ -57,7 +112,7 @@ def dead_letter(unit: Unit) -> State:
                 "run.$": "$.run",
                 "step_id": unit.step_id,
                 "error.$": f"{unit.step_record}.error",
-                "inputs.$": "$.inputs",
+                "input": failed_input(unit),
             },
         },
         "ResultPath": None,
@@ -101,13 +156,24 @@ def failure_path(
 ) -> Fragment:
     """Everything after a step's last failed attempt; its exits continue the workflow."""
     block = unit.block
+    read_state = read_error(unit)
+    read = block.add(unit.name("error"), read_state)
+    as_is_state = error_as_is()
+    read_state["Catch"] = [
+        {
+            "ErrorEquals": ["States.ALL"],
+            "ResultPath": None,
+            "Next": block.add(unit.name("error as is"), as_is_state),
+        }
+    ]
     failed_state = record_failure(unit)
     failed = block.add(unit.name("failed"), failed_state)
+    read_state["Next"] = as_is_state["Next"] = failed
     letter_state = dead_letter(unit)
     letter = block.add(unit.name("dead letter"), letter_state)
     failed_state["Next"] = letter
     letter_state["Catch"] = [{"ErrorEquals": ["States.ALL"], "ResultPath": None, "Next": ""}]
-    head = Fragment(failed, [Exit(letter_state), Exit(letter_state, rule=letter_state["Catch"][0])])
+    head = Fragment(read, [Exit(letter_state), Exit(letter_state, rule=letter_state["Catch"][0])])
     if fallback is not None:
         return _with_fallback(unit, head, fallback.compile(), fallback.step_id)
     if on_error is OnError.CONTINUE:
@@ -125,11 +191,11 @@ def failure_path(
         )
         for exit_ in head.exits:
             exit_.wire(paused)
-        return Fragment(failed, [])
+        return Fragment(read, [])
     stop = block.shared("fail", RUN_FAILS)
     for exit_ in head.exits:
         exit_.wire(stop)
-    return Fragment(failed, [])
+    return Fragment(read, [])
 
 
 def _with_fallback(unit: Unit, head: Fragment, fallback: Fragment, fallback_id: str) -> Fragment:

@@ -1,0 +1,81 @@
+"""Tool steps through `switchyard run` on the local engine, with the real step functions: loop
+detection stopping a plain tool step for a person (approved, rejected), and what a step that
+failed for good leaves in `--json` (its attempts, its error's plain message)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.pg import fresh_database
+from tests.unit.cli.test_run_cmd import switchyard
+
+WORKFLOWS = Path(__file__).parent / "workflows"
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    with fresh_database() as conninfo:
+        environment = {
+            **os.environ,
+            "DATABASE_URL": conninfo,
+            "SWITCHYARD_HOME": str(tmp_path_factory.mktemp("home")),
+        }
+        environment.pop("SWITCHYARD_LLM_SCRIPT", None)
+        yield environment
+        switchyard(environment, "engine", "stop")
+
+
+def run(env: dict[str, str], workflow: str, *extra: str) -> tuple[int, dict[str, Any]]:
+    done = switchyard(env, "run", str(WORKFLOWS / f"{workflow}.yaml"), "--json", *extra)
+    return done.returncode, json.loads(done.stdout)
+
+
+def test_the_third_identical_tool_call_waits_for_a_person_and_runs_once_approved(
+    env: dict[str, str],
+) -> None:
+    code, shown = run(env, "loop-detection", "--approve", "third=it is not stuck")
+    assert code == 0, shown
+    assert shown["status"] == "succeeded"
+    assert shown["output"] == {"third": {"x": 1}}
+    assert {s: shown["steps"][s]["status"] for s in ("first", "second", "third")} == {
+        "first": "completed",
+        "second": "completed",
+        "third": "completed",
+    }
+
+
+def test_the_third_identical_tool_call_rejected_fails_the_step_rejected(
+    env: dict[str, str],
+) -> None:
+    code, shown = run(env, "loop-detection", "--reject", "third=looks stuck")
+    assert code == 1
+    assert shown["status"] == "failed"
+    third = shown["steps"]["third"]
+    assert third["status"] == "failed"
+    assert third["error"] == {
+        "type": "rejected",
+        "message": "a person rejected this call of echo: looks stuck",
+    }
+    assert shown["error"] == {**third["error"], "step": "third"}
+
+
+def test_a_step_that_failed_for_good_shows_its_attempts_and_its_plain_message(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    script = tmp_path / "script.yaml"
+    script.write_text(
+        "fetch:\n  - {error: transient, message: 502 bad gateway}\n"
+        "  - {error: permanent, message: 404 not found}\n"
+    )
+    code, shown = run(env, "retried-failure", "--llm-script", str(script))
+    assert code == 1
+    fetch = shown["steps"]["fetch"]
+    assert fetch["status"] == "failed" and fetch["attempts"] == 2
+    assert fetch["error"] == {"type": "permanent", "message": "404 not found"}
+    assert shown["error"] == {"type": "permanent", "message": "404 not found", "step": "fetch"}
