@@ -240,7 +240,9 @@ class RunRecorder:
         so that it sees this batch's step records without waiting for them)."""
         status = _RUN_STATUS.get(execution.status, "failed")
         error = None
-        if execution.status is not ExecutionStatus.SUCCEEDED and execution.error is not None:
+        if execution.status is ExecutionStatus.ABORTED:
+            error = {"type": "cancelled", "message": execution.cause or ""}
+        elif execution.status is not ExecutionStatus.SUCCEEDED and execution.error is not None:
             error = {"type": error_type_of(execution.error), "message": execution.cause or ""}
         self._conn.execute(
             "UPDATE workflow_runs SET status = %s, output = %s::jsonb, ended_at = %s,"
@@ -251,3 +253,24 @@ class RunRecorder:
             (status, _json(execution.output), execution.stopped_at, _json(error), _json(error),
              execution.id, execution.id),
         )  # fmt: skip
+        if execution.status is not ExecutionStatus.SUCCEEDED:
+            self._close_unfinished(execution, status)
+
+    def _close_unfinished(self, execution: Execution, status: str) -> None:
+        """A run that ended badly leaves no step running or waiting and no gate open: a branch
+        still waiting for a person when another failed, or when the run was cancelled."""
+        ended = {
+            "type": "cancelled",
+            "message": f"the run {status.replace('_', ' ')} before this step finished",
+        }
+        self._conn.execute(
+            "UPDATE task_runs SET status = 'failed', error = %s::jsonb, ended_at = now(),"
+            " updated_at = now(), version = version + 1"
+            " WHERE execution_id = %s AND status IN ('running', 'waiting')",
+            (_json(ended), execution.id),
+        )
+        self._conn.execute(
+            "UPDATE gates SET status = 'closed', decided_at = now(), note = %s"
+            " WHERE execution_arn = %s AND status = 'open'",
+            (ended["message"].replace(" before this step finished", ""), execution.arn),
+        )

@@ -13,6 +13,8 @@ class GateStatus(StrEnum):
     DECIDED = "decided"
     SUPERSEDED = "superseded"
     """A later escalation tier (or a new opening) replaced it."""
+    CLOSED = "closed"
+    """The run ended (failed, cancelled, timed out) while the gate was open; no one decided."""
 
 
 @dataclass

@@ -209,6 +209,9 @@ def test_a_waiting_run_is_cancelled_and_its_gate_closed(stack: Stack, client: ht
     assert cancelled.json()["status"] == "cancelled"
     run = client.get(f"/runs/{run_id}").json()
     assert run["status"] == "cancelled" and run["waiting_for"] == []
+    assert run["error"]["type"] == "cancelled"
+    waiting = run["steps"]["approve"]  # the step the run was waiting at ends with the run
+    assert waiting["status"] == "failed" and waiting["error"]["type"] == "cancelled"
     late = client.post(
         f"/runs/{run_id}/steps/approve/approve", headers={"X-Switchyard-User": "lead"}
     )
