@@ -17,6 +17,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from switchyard.constants import METRICS_NAMESPACE, Metric, MetricDimension
 from switchyard.contract import StepInvocation, StepResult
@@ -54,14 +55,13 @@ def step_handler(function: str, run: StepRunner) -> Handler:
 
     logger, metrics, tracer = _instruments(function)
 
-    @metrics.log_metrics
     @tracer.capture_lambda_handler(capture_response=False)
     @logger.inject_lambda_context(log_event=False)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         invocation = StepInvocation.model_validate(event)
         logger.append_keys(run_id=invocation.context.run.id, step_id=invocation.step_id)
-        metrics.add_dimension(name=MetricDimension.WORKFLOW, value=invocation.workflow.name)
         started = time.perf_counter()
+        result: StepResult | None = None
         try:
             result = run(invocation, step_services(), context)
         except StepError as error:
@@ -69,9 +69,26 @@ def step_handler(function: str, run: StepRunner) -> Handler:
             raise error.as_lambda_exception(attempt=invocation.attempt) from None
         finally:
             elapsed_ms = (time.perf_counter() - started) * 1000
-            metrics.add_metric(
-                name=Metric.STEP_DURATION, unit=MetricUnit.Milliseconds, value=elapsed_ms
-            )
+            publish_metrics(metrics, invocation, result, elapsed_ms)
+        return result.model_dump(mode="json")
+
+    decorated: Handler = handler  # Powertools' decorators are untyped
+    return decorated
+
+
+def publish_metrics(
+    metrics: Metrics, invocation: StepInvocation, result: StepResult | None, elapsed_ms: float
+) -> None:
+    """Publish one attempt's duration, and its cost and tokens when it succeeded, as EMF.
+
+    Nothing is added while metrics are disabled (the local engine disables them): Powertools
+    keeps one metric set per process and, disabled, never clears it, and once a metric holds 100
+    values it prints the set anyway, on stdout, where `switchyard run --json` prints the run."""
+    if is_metrics_disabled():
+        return
+    metrics.add_dimension(name=MetricDimension.WORKFLOW, value=invocation.workflow.name)
+    metrics.add_metric(name=Metric.STEP_DURATION, unit=MetricUnit.Milliseconds, value=elapsed_ms)
+    if result is not None:
         metrics.add_metric(name=Metric.COST_USD, unit=MetricUnit.NoUnit, value=result.cost_usd)
         if result.usage is not None:
             usage = result.usage
@@ -81,6 +98,4 @@ def step_handler(function: str, run: StepRunner) -> Handler:
             metrics.add_metric(
                 name=Metric.OUTPUT_TOKENS, unit=MetricUnit.Count, value=usage.output_tokens
             )
-        return result.model_dump(mode="json")
-
-    return handler
+    metrics.flush_metrics()

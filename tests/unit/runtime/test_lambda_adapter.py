@@ -124,3 +124,23 @@ def test_a_handler_module_imported_twice_in_one_process_runs_from_both_copies(
     for module in (handler_module("agent_step"), again):
         event = invocation("draft", step, inputs={"body": "x"}).model_dump(mode="json")
         assert module.handler(event, context("agent_step"))["output"] == {"text": "Done."}
+
+
+def test_with_metrics_disabled_as_the_local_engine_runs_steps_nothing_reaches_stdout(
+    environment: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Powertools keeps one metric set per process and, disabled, never clears it; once a metric
+    holds 100 values it prints the set anyway, on stdout, where `switchyard run --json` prints
+    the run (a map over 100 documents did it)."""
+    environment.write_text("note:\n  - {output: {status: 200}}\n")
+    step = {"type": "tool", "tool": "http.request", "args": {"method": "GET", "url": "https://x"}}
+    event = invocation("note", step).model_dump(mode="json")
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    for _ in range(120):
+        handler_module("tool_step").handler(event, context("tool_step"))
+    assert capsys.readouterr().out == ""
+
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    handler_module("tool_step").handler(event, context("tool_step"))
+    record = emitted_metrics(capsys.readouterr().out)
+    assert len(record["StepDuration"]) == 1  # nothing kept from the disabled invocations
