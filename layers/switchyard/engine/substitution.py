@@ -16,15 +16,23 @@ def _pascal(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in re.split(r"[-_]", name) if part)
 
 
-def local_values(arns: Arns, machines: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """Placeholder name -> value: local function ARNs, the local dead-letter queue, and every
-    known machine `(name, arn)` (pinned versions resolve to the machine itself)."""
+def local_values(
+    arns: Arns,
+    machines: Iterable[tuple[str, str]],
+    pinned: Iterable[tuple[str, int, str]] = (),
+) -> dict[str, str]:
+    """Placeholder name -> value: local function ARNs, the local dead-letter queue, every known
+    machine `(name, arn)`, and every pinned version `(name, version, alias arn)` — the `v<n>`
+    alias that `switchyard.local.workflows.install` keeps on the version installed from a
+    workflow's version n. (A pinned version with no alias resolves to the machine itself.)"""
     values = {function_placeholder(f)[2:-1]: arns.function(f.value) for f in FUNCTIONS}
     values["DeadLetterQueueUrl"] = (
         f"https://sqs.{arns.region}.amazonaws.com/{arns.account}/{DEAD_LETTER_QUEUE}"
     )
     for name, arn in machines:
         values[f"{_pascal(name)}StateMachineArn"] = arn
+    for name, version, arn in pinned:
+        values[f"{_pascal(name)}V{version}StateMachineArn"] = arn
     return values
 
 

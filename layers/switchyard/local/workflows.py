@@ -21,6 +21,9 @@ class Installed:
     workflow: Workflow
     machine_arn: str
     version_arn: str
+    alias_arn: str
+    """`<machine>:v<n>`: the version installed from the workflow's version n, which a parent
+    pinning `name@n` starts (new runs of the machine itself start on the newest)."""
 
 
 class WorkflowFileError(ValueError):
@@ -28,12 +31,17 @@ class WorkflowFileError(ValueError):
 
 
 def install(store: EngineStore, arns: Arns, path: Path) -> Installed:
-    installed: dict[str, Installed] = {}
-    return _install(store, arns, path, installed, set())
+    """Install the workflow and, first, the sub-workflows it calls (pinned ones at their
+    version, found by name and version among the files beside it)."""
+    return _install(store, arns, path, {}, set())
 
 
 def _install(
-    store: EngineStore, arns: Arns, path: Path, installed: dict[str, Installed], seen: set[Path]
+    store: EngineStore,
+    arns: Arns,
+    path: Path,
+    installed: dict[tuple[str, int | None], Installed],
+    seen: set[Path],
 ) -> Installed:
     result = validate_file(path)
     if result.workflow is None:
@@ -42,14 +50,21 @@ def _install(
     workflow = result.workflow
     seen.add(path.resolve())
     for name, version in _children(workflow):
-        if name in installed:
+        if (name, version) in installed:
             continue
         child_path = _find(path.parent, name, version)
         if child_path.resolve() in seen:
             continue
-        installed[name] = _install(store, arns, child_path, installed, seen)
-    known = [(name, item.machine_arn) for name, item in installed.items()]
-    text, missing = substitute(compile_workflow(workflow).text, local_values(arns, known))
+        installed[(name, version)] = _install(store, arns, child_path, installed, seen)
+    newest = {name: item.machine_arn for (name, _), item in installed.items()}
+    pinned = [
+        (name, version, item.alias_arn)
+        for (name, version), item in installed.items()
+        if version is not None
+    ]
+    text, missing = substitute(
+        compile_workflow(workflow).text, local_values(arns, newest.items(), pinned)
+    )
     if missing:
         raise WorkflowFileError(f"{path}: cannot fill {', '.join(missing)}")
     arn = arns.machine(workflow.name)
@@ -59,9 +74,13 @@ def _install(
     else:
         updated = machines.update(store, arn, definition=text, role_arn=None, publish=True)
         version_arn = updated["stateMachineVersionArn"]
-    done = Installed(workflow, arn, version_arn)
-    installed[workflow.name] = done
-    return done
+    alias = machines.create_alias(
+        store,
+        name=f"v{workflow.version}",
+        routing=[{"stateMachineVersionArn": version_arn, "weight": 100}],
+        description=f"workflow {workflow.name} version {workflow.version}",
+    )
+    return Installed(workflow, arn, version_arn, alias["stateMachineAliasArn"])
 
 
 def _children(workflow: Workflow) -> list[tuple[str, int | None]]:

@@ -1,0 +1,1 @@
+from tests.pg import pg_conninfo  # noqa: F401  (a session fixture: a fresh database)
