@@ -71,10 +71,18 @@ def _step_events(step: Step, workflow: Workflow, step_id: str, assumptions: list
             assumptions.append(
                 f"map '{step_id}' has no maxItems on its list; assumed {ASSUMED_MAP_ITEMS} items"
             )
-        return 6 + items * (2 + _body_events(step.step, workflow))
+        checks = _composite_extras(step)
+        per_item = 2 + _body_events(step.step, workflow) + (_PASS if step.timeout else 0)
+        return 6 + checks + items * per_item
     if isinstance(step, LoopStep):
-        return _PASS + step.max_iterations * (_body_events(step.step, workflow) + 2 * _PASS)
+        per_iteration = _body_events(step.step, workflow) + (3 if step.timeout else 2) * _PASS
+        return _PASS + _composite_extras(step) + step.max_iterations * per_iteration
     return _TASK  # pragma: no cover - every step type is handled above
+
+
+def _composite_extras(step: MapStep | LoopStep) -> int:
+    """A map's or loop's deadline Task (its `timeout`) and output check (its `output_schema`)."""
+    return (_TASK if step.timeout else 0) + (_TASK if step.output_schema is not None else 0)
 
 
 def _map_items(step: MapStep, workflow: Workflow) -> int | None:

@@ -3,7 +3,9 @@
 Lambda invocations are routed to the scenario's scripted functions (or to any `StepFunctions`,
 e.g. the real handlers in tests/e2e), and three casing bugs of moto's `startExecution.sync:2`
 integration are patched so that child executions run (the parameters go to boto3 in camelCase,
-the responses come back in PascalCase as on AWS).
+the responses come back in PascalCase as on AWS). moto's Choice `Timestamp*` rules read only
+`2026-01-31T12:00:00Z`, not the fractional seconds and offsets that AWS accepts (and that moto
+itself writes into `$$.State.EnteredTime`), so they read RFC 3339 as AWS does.
 """
 
 from __future__ import annotations
@@ -12,12 +14,16 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from datetime import datetime
 from typing import Any, Protocol
 from unittest import mock
 
 import boto3
 from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
+from moto.stepfunctions.parser.asl.component.state.choice.comparison.operator.implementations.is_operator import (  # noqa: E501
+    IsTimestamp,
+)
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
     state_task_service_sfn as sfn_service,
 )
@@ -29,6 +35,7 @@ from switchyard.contract import (
     function_placeholder,
     state_machine_placeholder,
 )
+from switchyard.engine.asl.timestamps import parse_timestamp
 from switchyard.model import Workflow
 from tests.scenarios.harness.outcome import STATUS, Outcome, records_from_history
 from tests.scenarios.harness.scenario import Scenario
@@ -67,7 +74,8 @@ def _camel(key: str) -> str:
 
 @contextmanager
 def moto_step_functions(functions: StepFunctions) -> Iterator[Any]:
-    """moto with executing state machines, our functions behind Lambda, sync:2 children fixed."""
+    """moto with executing state machines, our functions behind Lambda, sync:2 children and
+    timestamp comparisons fixed."""
 
     def invoke(
         self: Any,
@@ -122,7 +130,16 @@ def moto_step_functions(functions: StepFunctions) -> Iterator[Any]:
         )
         stack.enter_context(mock.patch.object(service, "_eval_service_task", eval_service_task))
         stack.enter_context(mock.patch.object(service, "_normalise_response", normalise_response))
+        stack.enter_context(
+            mock.patch.object(IsTimestamp, "string_to_timestamp", staticmethod(rfc3339))
+        )
         yield boto3.client("stepfunctions", region_name=REGION)
+
+
+def rfc3339(text: str) -> datetime | None:
+    """A timestamp as Step Functions reads one in a Choice rule (RFC 3339, UTC)."""
+    parsed = parse_timestamp(text)
+    return None if parsed is None else parsed.moment
 
 
 def create_machines(

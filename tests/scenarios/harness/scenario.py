@@ -6,7 +6,7 @@ children: [{switchyard: 1, name: child, ...}]       # sub-workflows it calls
 input: {...}
 script:                                              # per step id, one entry per attempt
   classify: [{output: {label: billing}}]             #   (per item / per iteration)
-  research: [{error: transient}, {text: "found it"}]
+  research: [{error: transient}, {text: "found it"}]  #   `sleep: 1.2` makes an entry slow
 gates:                                               # per step id, one action per opening
   approve: [timeout, {action: approve, reviewer: lead, edits: {draft: "v2"}}]
 expect:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +71,7 @@ class ScriptedFunctions:
         # resumed step starts its Task afresh.
         position = attempt + (scope.get("index") or 0) + ((scope.get("iteration") or 1) - 1)
         entry = entries[min(position, len(entries) - 1)]
+        time.sleep(float(entry.get("sleep", 0)))  # a slow step: real time, as interpreters see it
         if "error" in entry:
             raise lambda_error(entry["error"], json.dumps(_cause(entry, invocation.attempt)))
         if "output" in entry:

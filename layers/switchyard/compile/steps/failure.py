@@ -18,7 +18,7 @@ from switchyard.compile.steps.unit import (
     function,
 )
 from switchyard.contract import DEAD_LETTER_QUEUE_URL, FunctionName, GateKind
-from switchyard.contract.errors import StepErrorName
+from switchyard.contract.errors import ALL_ERRORS, StepErrorName
 from switchyard.model import OnError
 
 ERROR_PATH = "$.error"
@@ -35,6 +35,15 @@ RUN_FAILS: State = {
 
 def catch(names: list[str], target: str) -> dict[str, Any]:
     return {"ErrorEquals": names, "ResultPath": ERROR_PATH, "Next": target}
+
+
+def failure_entry(task: State) -> str:
+    """The first state of the failure path that `task` (a step's Task compiled with an
+    `on_error`) catches `States.ALL` into: its last catch, always."""
+    rules = task.get("Catch") or []
+    if not rules or rules[-1]["ErrorEquals"] != [ALL_ERRORS]:
+        raise ValueError("the Task has no failure path")
+    return str(rules[-1]["Next"])
 
 
 def read_error(unit: Unit) -> State:

@@ -2,13 +2,25 @@
 
 The iteration's state lives in `scope`: {iteration, previous, result, meta}. The output is the last
 iteration's output with `iterations` added (a non-object is wrapped as {value, iterations}).
+
+A loop's `timeout` limits the whole loop: a deadline computed when the loop starts is checked
+before every iteration after the first, and a loop past it fails with `timeout` (an iteration
+already running is limited by the inline step's own `timeout`). A loop's `output_schema` is
+checked on its output once it is done.
 """
 
 from __future__ import annotations
 
 from switchyard.compile.choice import choice_rule
 from switchyard.compile.fragments import Exit, Fragment, State
-from switchyard.compile.steps.failure import Fallback
+from switchyard.compile.steps.composite import (
+    DEADLINE,
+    deadline_task,
+    output_check,
+    past,
+    timed_out_error,
+)
+from switchyard.compile.steps.failure import Fallback, catch, failure_entry
 from switchyard.compile.steps.sub_workflow import sub_workflow
 from switchyard.compile.steps.task import lambda_step
 from switchyard.compile.steps.unit import LOOP_RESULT, Unit
@@ -29,6 +41,8 @@ def loop_step(
     else:
         iteration = lambda_step(inner, body, on_error=on_error, fallback=fallback)
         last_output = None
+    # The loop's own failures (its timeout, its output_schema) take the iteration's failure path.
+    failure = failure_entry(iteration.exits[0].state)
     begin: State = {
         "Type": "Pass",
         "Result": {"iteration": 1, "previous": None, "meta": {"iterations": 1}},
@@ -36,6 +50,12 @@ def loop_step(
         "Next": iteration.start,
     }
     begin_name = block.add(unit.name("first iteration"), begin)
+    start = begin_name
+    if step.timeout:
+        deadline = deadline_task(step.timeout)
+        deadline["Next"] = begin_name
+        deadline["Catch"] = [catch(["States.ALL"], failure)]
+        start = block.add(unit.name("deadline"), deadline)
     done: State = {
         "Type": "Pass",
         "Comment": f"'{unit.step_id}' is done: its output is the last iteration's",
@@ -47,6 +67,12 @@ def loop_step(
     else:
         done["Parameters"]["output.$"] = last_output
     done_name = block.add(unit.name("done"), done)
+    leave: State = done
+    if step.output_schema is not None:
+        check = output_check(unit, step.output_schema)
+        check["Catch"] = [catch(["States.ALL"], failure)]
+        done["Next"] = block.add(unit.name("check output"), check)
+        leave = check
     again: State = {
         "Type": "Pass",
         "Parameters": {
@@ -58,6 +84,9 @@ def loop_step(
         "Next": iteration.start,
     }
     again_name = block.add(unit.name("next iteration"), again)
+    go_on = again_name
+    if step.timeout:
+        go_on = _deadline_check(unit, step.timeout, again_name, failure)
     choices = []
     if step.until is not None:
         choices.append({**choice_rule(parse_condition(step.until)), "Next": done_name})
@@ -68,8 +97,28 @@ def loop_step(
             "Next": done_name,
         }
     )
-    decide: State = {"Type": "Choice", "Choices": choices, "Default": again_name}
+    decide: State = {"Type": "Choice", "Choices": choices, "Default": go_on}
     decide_name = block.add(unit.name("until"), decide)
     for exit_ in iteration.exits[:1]:  # the iteration's success; failures leave through the rest
         exit_.wire(decide_name)
-    return Fragment(begin_name, [Exit(done), *iteration.exits[1:]])
+    return Fragment(start, [Exit(leave), *iteration.exits[1:]])
+
+
+def _deadline_check(unit: Unit, seconds: int, again: str, failure: str) -> str:
+    """A Choice before the next iteration: past the deadline, the loop fails with `timeout`."""
+    block = unit.block
+    timed_out = timed_out_error(
+        {
+            "Cause.$": f"States.Format('loop {unit.step_id} ran past its timeout of {seconds} s "
+            "after {} iterations', $.scope.iteration)"
+        }
+    )
+    timed_out["Next"] = failure
+    check: State = {
+        "Type": "Choice",
+        "Choices": [
+            {**past(f"{DEADLINE}.at"), "Next": block.add(unit.name("timed out"), timed_out)}
+        ],
+        "Default": again,
+    }
+    return block.add(unit.name("in time?"), check)

@@ -1,4 +1,10 @@
-"""Maps: one inline step per item, `MaxConcurrency` at a time; the output is the list of outputs."""
+"""Maps: one inline step per item, `MaxConcurrency` at a time; the output is the list of outputs.
+
+A map's `timeout` limits the whole map: a deadline computed when the map starts is checked
+before every item starts, and an item that would start past it fails the map with `timeout`
+(items already running are limited by the inline step's own `timeout`; a Map state has no
+`TimeoutSeconds`). A map's `output_schema` is checked on the list of outputs.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +12,13 @@ from typing import Any
 
 from switchyard.compile.context import context_parameters, referenced_steps, templates_of
 from switchyard.compile.fragments import Exit, Fragment, State, close
+from switchyard.compile.steps.composite import DEADLINE, deadline_task, output_check, past
 from switchyard.compile.steps.failure import Fallback, catch, failure_path
 from switchyard.compile.steps.sub_workflow import sub_workflow
 from switchyard.compile.steps.task import lambda_step
 from switchyard.compile.steps.unit import ITEM_RESULT, Unit
 from switchyard.compile.template_paths import as_jsonpath, render_task
+from switchyard.contract import StepErrorName
 from switchyard.model import MapStep, OnError, SubWorkflowBody
 
 RENDERED_ITEMS = "$.rendered"
@@ -35,6 +43,10 @@ def map_step(
     else:
         item_fragment = lambda_step(inner, body, on_error=None)
     close(item_fragment, inner_block, output_path=f"{ITEM_RESULT}.output")
+    item_start = item_fragment.start
+    if step.timeout:
+        selector["scope"]["deadline.$"] = f"{DEADLINE}.at"
+        item_start = _deadline_check(inner, step.timeout, item_start)
     state: State = {
         "Type": "Map",
         "Comment": f"'{unit.step_id}': one {body.type} step per item, "
@@ -44,15 +56,26 @@ def map_step(
         "MaxConcurrency": min(step.max_concurrency, max_parallel),
         "ItemProcessor": {
             "ProcessorConfig": {"Mode": "INLINE"},
-            **inner_block.as_definition(item_fragment.start),
+            **inner_block.as_definition(item_start),
         },
         "ResultSelector": {"status": "completed", "output.$": "$"},
         "ResultPath": unit.record_path,
     }
-    if step.timeout:
-        state["TimeoutSeconds"] = step.timeout
     name = block.add(unit.name(), state)
     start = name
+    leave: State = state
+    before: list[str] = []  # states before the Map, each caught into the failure path
+    after: list[str] = []
+    if step.output_schema is not None:
+        check = output_check(unit, step.output_schema)
+        state["Next"] = block.add(unit.name("check output"), check)
+        after.append(state["Next"])
+        leave = check
+    if step.timeout:
+        deadline = deadline_task(step.timeout)
+        deadline["Next"] = start
+        start = block.add(unit.name("deadline"), deadline)
+        before.append(start)
     if items_path is None:
         render = render_task(
             step.items,
@@ -62,10 +85,29 @@ def map_step(
             after=list(step.after),
             merge=step.merge,
         )
-        render["Next"] = name
+        render["Next"] = start
         start = block.add(unit.name("items"), render)
+        before.append(start)
     failure = failure_path(unit, resume=start, on_error=on_error, fallback=fallback)
-    state["Catch"] = [catch(["States.ALL"], failure.start)]
-    if items_path is None:
-        block.states[start]["Catch"] = [catch(["States.ALL"], failure.start)]
-    return Fragment(start, [Exit(state), *failure.exits])
+    for caught in [*before, name, *after]:
+        block.states[caught]["Catch"] = [catch(["States.ALL"], failure.start)]
+    return Fragment(start, [Exit(leave), *failure.exits])
+
+
+def _deadline_check(inner: Unit, seconds: int, item_start: str) -> str:
+    """The item processor's first state: past the map's deadline, the item fails the map with
+    `timeout` instead of starting."""
+    block = inner.block
+    stop: State = {
+        "Type": "Fail",
+        "Comment": f"'{inner.step_id}' ran past its timeout: no more items start",
+        "Error": StepErrorName.TIMEOUT.value,
+        "Cause": f"map {inner.step_id} ran past its timeout of {seconds} s before this item "
+        "started",
+    }
+    check: State = {
+        "Type": "Choice",
+        "Choices": [{**past("$.scope.deadline"), "Next": block.add(inner.name("timed out"), stop)}],
+        "Default": item_start,
+    }
+    return block.add(inner.name("in time?"), check)
