@@ -38,6 +38,7 @@ from switchyard.runtime.providers import (
 from switchyard.runtime.rendering import render
 from switchyard.runtime.services import StepServices
 from switchyard.runtime.step_io import (
+    budgeted,
     check_output,
     context_for,
     deadline_for,
@@ -141,7 +142,7 @@ class AgentRun:
         self.deadline = deadline_for(invocation, services, deadline)
         self.provider = services.provider_for(self.step.provider, script=run_script(invocation))
         self.guard = BudgetGuard(
-            invocation,
+            budgeted(invocation),
             services.ledger,
             services.catalog,
             services.clock,

@@ -13,7 +13,7 @@ from typing import Any
 
 import jsonschema_rs
 
-from switchyard.contract import StepInvocation, StepResult, Usage, loop_output
+from switchyard.contract import EnclosingBudget, StepInvocation, StepResult, Usage, loop_output
 from switchyard.model import parse_duration
 from switchyard.runtime.clock import Deadline
 from switchyard.runtime.errors import InvalidOutputError
@@ -32,6 +32,27 @@ def step_fields(invocation: StepInvocation) -> dict[str, Any]:
 def tool_definitions(invocation: StepInvocation) -> dict[str, Any]:
     defs = invocation.step.get("tool_defs") or {}
     return dict(defs)
+
+
+def budgeted(invocation: StepInvocation) -> StepInvocation:
+    """The invocation as its budget guard sees it. Inside a map or loop with a `budget` (the
+    payload's `parent_budget`), that budget is one more budget enclosing the step: the ledger
+    scope `step:<run id>:<map or loop id>`, without the item's index or the iteration, so every
+    item and iteration reserves against the same limit."""
+    limits = (invocation.model_extra or {}).get("parent_budget")
+    scope = invocation.context.scope or {}
+    if not isinstance(limits, dict) or not ("index" in scope or "iteration" in scope):
+        return invocation
+    run = invocation.context.run
+    parent = EnclosingBudget(
+        kind="step",
+        id=f"{run.id}:{invocation.step_id}",
+        max_cost_usd=limits.get("max_cost_usd"),
+        max_tokens=limits.get("max_tokens"),
+    )
+    enclosed = run.model_copy(update={"enclosing_budgets": [*run.enclosing_budgets, parent]})
+    context = invocation.context.model_copy(update={"run": enclosed})
+    return invocation.model_copy(update={"context": context})
 
 
 def deadline_for(

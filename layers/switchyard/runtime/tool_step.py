@@ -13,6 +13,7 @@ from switchyard.runtime.rendering import render
 from switchyard.runtime.services import StepServices
 from switchyard.runtime.settings import LLM_SCRIPT_ENV
 from switchyard.runtime.step_io import (
+    budgeted,
     check_output,
     context_for,
     deadline_for,
@@ -72,7 +73,11 @@ def run_tool_step(
         {k: v for k, v in step_fields(invocation).items() if k in ToolBody.model_fields}
     )
     guard = BudgetGuard(
-        invocation, services.ledger, services.catalog, services.clock, step_budget=step.budget
+        budgeted(invocation),
+        services.ledger,
+        services.catalog,
+        services.clock,
+        step_budget=step.budget,
     )
     guard.start_attempt()
     context = context_for(invocation, services)

@@ -1,5 +1,6 @@
-"""Maps and loops: their `timeout` (a deadline checked before each item or iteration starts) and
-their `output_schema` (checked on their output)."""
+"""Maps and loops: their `timeout` (a deadline checked before each item or iteration starts),
+their `output_schema` (checked on their output) and their `budget` (shared by the items or
+iterations)."""
 
 from __future__ import annotations
 
@@ -154,3 +155,37 @@ def test_map_and_loop_outputs_are_checked_against_their_output_schema() -> None:
     refine = branch_states("refine:check output")
     assert refine["refine:done"]["Next"] == "refine:check output"
     assert refine["refine:check output"]["Catch"][0]["Next"] == "refine:error"
+
+
+def test_a_map_or_loop_budget_travels_with_its_steps_payload() -> None:
+    states = compiled(
+        """steps:
+  each:
+    type: map
+    items: "{{ inputs.docs }}"
+    budget: {max_cost_usd: 0.5}
+    step: {type: agent, prompt: "{{ item }}", budget: {max_cost_usd: 0.1}}
+  refine:
+    type: loop
+    max_iterations: 2
+    budget: {max_tokens: 5000}
+    step: {type: tool, tool: http.request, args: {url: "https://x.example"}}
+  plain: {type: agent, prompt: x}
+"""
+    )["States"]
+    found: dict[str, Any] = {}
+
+    def collect(block: dict[str, Any]) -> None:
+        for name, state in block.items():
+            found[name] = state
+            for branch in state.get("Branches", []):
+                collect(branch["States"])
+            if "ItemProcessor" in state:
+                collect(state["ItemProcessor"]["States"])
+
+    collect(states)
+    each = found["each"]["Parameters"]["Payload"]
+    assert each["parent_budget"] == {"max_cost_usd": 0.5}
+    assert each["step"]["budget"] == {"max_cost_usd": 0.1}  # the item's own, besides
+    assert found["refine"]["Parameters"]["Payload"]["parent_budget"] == {"max_tokens": 5000}
+    assert "parent_budget" not in found["plain"]["Parameters"]["Payload"]

@@ -417,6 +417,36 @@ def test_a_sub_workflow_runs_spend_counts_toward_its_parent_runs_budget(
     assert len(fake.requests) == 1
 
 
+@pytest.mark.parametrize("position", ["index", "iteration"])
+def test_a_map_or_loop_budget_is_shared_by_all_its_items_or_iterations(
+    pg_pool: ConnectionPool, position: str
+) -> None:
+    ledger = PostgresBudgetLedger(pg_pool)
+    fake = FakeClaude()
+    fake.queue("claude-sonnet-4-5", ok(text_message("ok", input_tokens=1000, output_tokens=100)))
+    services = services_for(fake, ledger=ledger)
+    run_id = f"run-{uuid.uuid4().hex[:8]}"
+
+    def item(number: int) -> StepInvocation:
+        # Each item may spend $0.005 (its own budget, so also its estimate); all together $0.008.
+        inv = invocation("each", agent(budget={"max_cost_usd": 0.005}), run_id=run_id)
+        scope = {position: number, "item": "x"} if position == "index" else {position: number}
+        data = inv.model_dump(mode="json")
+        data["context"] = {**data["context"], "inputs": {"body": "x"}, "scope": scope}
+        return StepInvocation.model_validate({**data, "parent_budget": {"max_cost_usd": 0.008}})
+
+    run_agent_step(item(1), services)  # $0.005 reserved of $0.008, $0.0045 spent
+    shared = Scope("step", f"{run_id}:each")
+    assert ledger.totals(shared).spent_micros == 4_500
+    with pytest.raises(BudgetExceededError) as info:  # $0.0045 + $0.005 > $0.008
+        run_agent_step(item(2), services)
+    assert info.value.scope == f"step:{run_id}:each"
+    assert len(fake.requests) == 1
+    # Each item's own budget is a scope of its own.
+    assert ledger.totals(Scope("step", f"{run_id}:each:1")).spent_micros == 4_500
+    assert ledger.totals(Scope("step", f"{run_id}:each:2")).spent_micros == 0
+
+
 def test_max_duration_and_max_steps(pg_pool: ConnectionPool) -> None:
     ledger = PostgresBudgetLedger(pg_pool)
     fake = FakeClaude()

@@ -67,6 +67,9 @@ def invocation(unit: Unit, body: Body, *, loop_retries: bool) -> State:
     }
     if loop_retries:
         payload["loop_retries.$"] = f"{unit.record_path}.retries"
+    parent_budget = getattr(parent, "budget", None)
+    if parent_budget is not None:  # a map's or loop's budget, shared by its items or iterations
+        payload["parent_budget"] = parent_budget.model_dump(mode="json", exclude_none=True)
     selector: dict[str, Any] = {
         "status": "completed",
         "output.$": "$.Payload.output",

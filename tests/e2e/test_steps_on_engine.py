@@ -1,6 +1,7 @@
-"""Tool steps through `switchyard run` on the local engine, with the real step functions: loop
-detection stopping a plain tool step for a person (approved, rejected), and what a step that
-failed for good leaves in `--json` (its attempts, its error's plain message)."""
+"""Steps through `switchyard run` on the local engine, with the real step functions: loop
+detection stopping a plain tool step for a person (approved, rejected), what a step that failed
+for good leaves in `--json` (its attempts, its error's plain message), and a map's budget shared
+by its items."""
 
 from __future__ import annotations
 
@@ -79,3 +80,23 @@ def test_a_step_that_failed_for_good_shows_its_attempts_and_its_plain_message(
     assert fetch["status"] == "failed" and fetch["attempts"] == 2
     assert fetch["error"] == {"type": "permanent", "message": "404 not found"}
     assert shown["error"] == {"type": "permanent", "message": "404 not found", "step": "fetch"}
+
+
+def test_a_maps_budget_is_shared_by_its_items(env: dict[str, str], tmp_path: Path) -> None:
+    script = tmp_path / "script.yaml"
+    script.write_text("each:\n  - {text: fine, input_tokens: 1000, output_tokens: 100}\n")
+    code, shown = run(
+        env,
+        "map-budget",
+        "--input",
+        json.dumps({"cities": ["Paris", "Rome", "Oslo"]}),
+        "--llm-script",
+        str(script),
+    )
+    assert code == 1
+    assert shown["status"] == "failed"
+    assert shown["error"]["type"] == "budget" and shown["error"]["step"] == "each"
+    # The first item spent $0.0045 of the map's $0.008; the second, reserving its own $0.005
+    # budget, did not fit, and no third item started.
+    assert shown["cost_usd"] == 0.0045
+    assert shown["steps"]["each"]["status"] == "failed"
