@@ -5,6 +5,7 @@ and the SQL statements one 3-step run sends.
     .venv/bin/python benchmarks/engine_profile.py record [--out /tmp/engine-profile.txt]
     .venv/bin/python benchmarks/engine_profile.py summarize /tmp/engine-profile.txt
     .venv/bin/python benchmarks/engine_profile.py statements [--runs 20]
+    .venv/bin/python benchmarks/engine_profile.py breakdown [--runs 300]
 
 `record` samples every thread 1,000 times a second, idle or not (`py-spy --idle`), while
 `benchmarks/engine.py --only a,b,c --peers none` runs. Each sample goes to the category of its
@@ -16,12 +17,16 @@ engine a little: read shares, not latencies, from it.
 
 `statements` sets `log_statement = all` on a fresh database only, runs 3-step workflows one at a
 time, and counts what each connection sent (the server log is read from `--log`).
+
+`breakdown` times the phases of 3-step runs one at a time: the start's commit, each task-to-task
+transition, the last transition and `Engine.wait`'s wake-up.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import itertools
 import re
 import subprocess
 import sys
@@ -173,6 +178,47 @@ def statements(args: argparse.Namespace) -> None:
             print(f"  {count / args.runs:5.1f}  {kind}")
 
 
+def breakdown(args: argparse.Namespace) -> None:
+    """Where a 3-step run's wall time goes, phase by phase, one run at a time."""
+    from engine_workloads import SwitchyardBench
+    from peers.common import summary
+    from psycopg import connect, sql
+
+    from switchyard.engine.commands import StartExecution
+
+    phases: dict[str, list[float]] = collections.defaultdict(list)
+    with fresh_database(args.server, "bench_breakdown") as url:
+        if args.no_fsync_wait:  # for analysis only: what the WAL flush costs per transition
+            with connect(url, autocommit=True) as conn:
+                name = sql.Identifier(url.rsplit("/", 1)[1])
+                conn.execute(sql.SQL("ALTER DATABASE {} SET synchronous_commit = off").format(name))
+        bench = SwitchyardBench(url)
+        bench.start()
+        try:
+            for i in range(args.warmup + args.runs):
+                name = f"p-{i}"
+                begun = time.perf_counter()
+                command = StartExecution(bench.machine_arns["chain3"], name, {})
+                arn = bench.engine.submit(command)["executionArn"]
+                accepted = time.perf_counter()
+                bench.engine.wait(arn, timeout=60)
+                ended = time.perf_counter()
+                marks = sorted(bench.steps.marks[name])
+                if i < args.warmup:
+                    continue
+                phases["start: submit → first task called"].append(marks[0][1] - begun)
+                phases["start: submit → reply"].append(accepted - begun)
+                for gap, (cur, nxt) in enumerate(itertools.pairwise(marks), 1):
+                    phases[f"task {gap} returned → task {gap + 1} called"].append(nxt[1] - cur[2])
+                phases["task 3 returned → wait() returns"].append(ended - marks[-1][2])
+                phases["total"].append(ended - begun)
+        finally:
+            bench.close()
+    for phase, seconds in phases.items():
+        stats = summary([x * 1000 for x in seconds])
+        print(f"  {phase:38} p50 {stats['p50_ms']:6.2f} ms  p99 {stats['p99_ms']:6.2f} ms")
+
+
 def _table(statement: str) -> str:
     found = re.search(r"(?:FROM|UPDATE)\s+(\w+)", statement, re.IGNORECASE)
     return found.group(1) if found else "?"
@@ -193,11 +239,21 @@ def main() -> None:
     stat = sub.add_parser("statements")
     stat.add_argument("--runs", type=int, default=20)
     stat.add_argument("--log", default="/var/log/postgresql/postgresql-15-main.log")
+    brk = sub.add_parser("breakdown")
+    brk.add_argument("--runs", type=int, default=300)
+    brk.add_argument("--warmup", type=int, default=30)
+    brk.add_argument(
+        "--no-fsync-wait",
+        action="store_true",
+        help="synchronous_commit=off on this database (not durable; to see the flush's share)",
+    )
     args = parser.parse_args()
     if args.command == "record":
         record(args)
     elif args.command == "summarize":
         summarize(args.raw, args.rate)
+    elif args.command == "breakdown":
+        breakdown(args)
     else:
         statements(args)
 
