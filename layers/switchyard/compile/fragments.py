@@ -21,13 +21,19 @@ class Names:
 
     def __init__(self) -> None:
         self._used: set[str] = set()
+        self._next: dict[str, int] = {}
+        """Per hint, the counter to try next: every smaller one is taken (names are never
+        given back), so a hint used by every block (`fail`) is not counted up from 2 each time."""
 
     def claim(self, hint: str) -> str:
         name = _fit(hint)
-        counter = 2
-        while name in self._used:
+        if name in self._used:
+            counter = self._next.get(hint, 2)
             name = _fit(f"{hint} ({counter})")
-            counter += 1
+            while name in self._used:
+                counter += 1
+                name = _fit(f"{hint} ({counter})")
+            self._next[hint] = counter + 1
         self._used.add(name)
         return name
 
