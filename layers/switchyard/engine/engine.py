@@ -71,6 +71,7 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
 _NAME = r"^[0-9A-Za-z_-]{1,80}$"
 _MAX_CACHE = 2000
+_MAX_ENDED = 10_000
 _SCRIPTED_FUNCTIONS = frozenset({"agent_step", "router_step", "tool_step"})
 
 
@@ -122,6 +123,8 @@ class Engine:
         self._machines: dict[str, StateMachine] = {}
         self._stop = threading.Event()
         self._done = threading.Condition()
+        self._ended: OrderedDict[str, str] = OrderedDict()
+        """Final statuses of the executions that ended lately, by ARN, for `wait` (bounded)."""
         self._thread: threading.Thread | None = None
         self._dispatcher = Dispatcher(self.registry, workers=workers, on_outcome=self._task_outcome)
         self._conn: psycopg.Connection[Any] | None = None
@@ -190,16 +193,31 @@ class Engine:
         self._inbox.put(command)
 
     def wait(self, arn: str, timeout: float | None = None) -> str:
-        """Block until the execution ends; returns its status."""
+        """Block until the execution ends; returns its status (RUNNING when `timeout` passed).
+
+        An execution that ends while this engine runs is seen in memory the moment its end is
+        committed; the database is read at first, and every second in case another engine
+        ended it."""
         end = None if timeout is None else time.monotonic() + timeout
+        with self._done:
+            ended = self._ended.get(arn)
+        if ended is not None:
+            return ended
         status = self._status(arn)
+        checked = time.monotonic()
         while status == "RUNNING":
             remaining = None if end is None else end - time.monotonic()
             if remaining is not None and remaining <= 0:
                 break
             with self._done:
-                self._done.wait(timeout=0.25 if remaining is None else min(0.25, remaining))
-            status = self._status(arn)
+                ended = self._ended.get(arn)
+                if ended is None:
+                    self._done.wait(timeout=1.0 if remaining is None else min(1.0, remaining))
+                    ended = self._ended.get(arn)
+            if ended is not None:
+                return ended
+            if time.monotonic() - checked >= 1.0:
+                status, checked = self._status(arn), time.monotonic()
         return status
 
     def _status(self, arn: str) -> str:
@@ -616,6 +634,8 @@ class Engine:
                 f"Execution is {execution.status.value}, not redrivable"
             )
         transition = self._interpreter.redrive(execution)
+        with self._done:
+            self._ended.pop(execution.arn, None)  # running again: `wait` must not see its end
         now = self._clock()
         self._conn.execute(
             "UPDATE sfn_executions SET redrive_at = %s WHERE id = %s", (now, execution.id)
@@ -799,6 +819,12 @@ class Engine:
                 future.set_result(value)
         if finished:
             with self._done:
+                for transition in batch.transitions:
+                    if transition.finished:
+                        execution = transition.execution
+                        self._ended[execution.arn] = execution.status.value
+                while len(self._ended) > _MAX_ENDED:
+                    self._ended.popitem(last=False)
                 self._done.notify_all()
 
     def _parked(self, execution: Execution) -> bool:
