@@ -203,7 +203,9 @@ class Engine:
             ended = self._ended.get(arn)
         if ended is not None:
             return ended
-        status = self._status(arn)
+        # In the coordinator's memory, it is running (an end would be in `_ended` first); a
+        # membership test is safe from another thread. Otherwise the database says.
+        status = "RUNNING" if arn in self._by_arn else self._status(arn)
         checked = time.monotonic()
         while status == "RUNNING":
             remaining = None if end is None else end - time.monotonic()
@@ -789,6 +791,13 @@ class Engine:
 
     def _after_commit(self, batch: _Batch) -> None:
         finished = False
+        ended = [t.execution for t in batch.transitions if t.finished]
+        if ended:  # before they leave the cache, so that `wait` always finds them somewhere
+            with self._done:
+                for execution in ended:
+                    self._ended[execution.arn] = execution.status.value
+                while len(self._ended) > _MAX_ENDED:
+                    self._ended.popitem(last=False)
         for transition in batch.transitions:
             execution = transition.execution
             for frame_id, attempt in transition.settled_tasks:
@@ -819,12 +828,6 @@ class Engine:
                 future.set_result(value)
         if finished:
             with self._done:
-                for transition in batch.transitions:
-                    if transition.finished:
-                        execution = transition.execution
-                        self._ended[execution.arn] = execution.status.value
-                while len(self._ended) > _MAX_ENDED:
-                    self._ended.popitem(last=False)
                 self._done.notify_all()
 
     def _parked(self, execution: Execution) -> bool:
