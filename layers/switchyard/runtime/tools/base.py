@@ -24,6 +24,7 @@ from switchyard.runtime.settings import (
     EMAIL_FROM_ENV,
     HTTP_ALLOWED_HOSTS_ENV,
     SECRET_ENV_PREFIX,
+    SECRET_REFERENCE_PREFIX,
     SQL_CONNECTION_ENV_PREFIX,
 )
 
@@ -91,6 +92,28 @@ class SecretResolver:
             return self._cache[name]
 
 
+def conninfo_from_secret(value: str) -> str:
+    """A secret's conninfo: the value itself (a libpq conninfo or URL), or, for a secret in the
+    RDS layout (JSON `host`, `port`, `dbname`, `username`, `password`), one built from it with
+    TLS required."""
+    try:
+        data = json.loads(value)
+    except ValueError:
+        return value
+    if not isinstance(data, dict) or "host" not in data or "username" not in data:
+        return value
+    from psycopg.conninfo import make_conninfo
+
+    return make_conninfo(
+        host=str(data["host"]),
+        port=str(data.get("port", 5432)),
+        dbname=str(data.get("dbname", "postgres")),
+        user=str(data["username"]),
+        password=str(data.get("password", "")),
+        sslmode="require",
+    )
+
+
 def _boto(service: str) -> Any:
     import boto3  # type: ignore[import-untyped]
 
@@ -138,6 +161,10 @@ class ToolEnvironment:
         if name in self.sql_connections:
             return self.sql_connections[name]
         value = os.environ.get(SQL_CONNECTION_ENV_PREFIX + _env_name(name))
+        if value and value.startswith(SECRET_REFERENCE_PREFIX):
+            # On AWS the variable names a Secrets Manager secret: a conninfo holds a password,
+            # which must not show in the function's configuration.
+            return conninfo_from_secret(self.secrets.get(value[len(SECRET_REFERENCE_PREFIX) :]))
         if value:
             return value
         raise PermanentError(
