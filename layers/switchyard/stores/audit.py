@@ -42,7 +42,7 @@ class AuditRecord:
     arguments: dict[str, Any]
     """Already redacted."""
     outcome: str
-    """ok, error, refused, human_required."""
+    """ok, error, refused (a `policy` refusal), human_required, rejected."""
     duration_ms: float
     error_type: str | None = None
     message: str | None = None

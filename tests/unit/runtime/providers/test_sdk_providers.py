@@ -246,3 +246,51 @@ def test_bedrock_refuses_a_model_it_cannot_name() -> None:
     assert BedrockProvider(region="us-east-1").bedrock_id("claude-opus-4-5") == (
         "anthropic.claude-opus-4-5-20251101-v1:0"
     )
+
+
+def test_a_process_builds_one_anthropic_client_and_reads_its_key_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every attempt of every step used to build a client and fetch the key from Secrets Manager
+    again; now the provider, its client and the key are made once per process and shared."""
+    import threading
+
+    from switchyard.runtime.providers import provider_from_env
+
+    monkeypatch.delenv("SWITCHYARD_LLM_SCRIPT", raising=False)
+    monkeypatch.delenv("SWITCHYARD_PROVIDER", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    secret = f"switchyard/anthropic-{id(monkeypatch)}"
+    monkeypatch.setenv("SWITCHYARD_ANTHROPIC_SECRET", secret)
+    with mock_aws():
+        boto3.client("secretsmanager").create_secret(Name=secret, SecretString="sk-first")
+        barrier = threading.Barrier(8)
+        providers: list[object] = []
+
+        def first_call() -> None:
+            barrier.wait()
+            providers.append(provider_from_env())
+
+        threads = [threading.Thread(target=first_call) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len({id(p) for p in providers}) == 1
+        provider = providers[0]
+        assert isinstance(provider, AnthropicProvider)
+        client = provider.client
+        assert client.api_key == "sk-first"
+        # The secret changes: a process that already read it keeps its client, key and pool.
+        boto3.client("secretsmanager").put_secret_value(SecretId=secret, SecretString="sk-new")
+        again = provider_from_env("anthropic")
+        assert again is provider and again.client is client  # type: ignore[attr-defined]
+        assert client.api_key == "sk-first"
+
+    # Another configuration is another provider.
+    monkeypatch.delenv("SWITCHYARD_ANTHROPIC_SECRET")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-env")
+    other = provider_from_env()
+    assert other is not provider
+    assert other.client.api_key == "sk-env"  # type: ignore[attr-defined]
