@@ -36,12 +36,15 @@ class IdPool:
 
     free: list[int] = field(default_factory=list)
 
-    def reserve(self, store: EngineStore, count: int) -> None:
-        if count > len(self.free):
-            self.free += store.next_execution_ids(max(_ID_BLOCK, count - len(self.free)))
+    def reserve_later(self, store: EngineStore, count: int) -> Callable[[], None]:
+        """Ask for ids when fewer than `count` are left; the returned function takes them in."""
+        if count <= len(self.free):
+            return lambda: None
+        drawn = store.next_execution_ids_later(max(_ID_BLOCK, count - len(self.free)))
+        return lambda: self.free.extend(drawn())
 
     def take(self, store: EngineStore) -> int:
-        self.reserve(store, 1)
+        self.reserve_later(store, 1)()
         return self.free.pop(0)
 
 
@@ -80,27 +83,30 @@ class Prefetch:
         wanted |= {c.outcome.key[0] for c in commands if isinstance(c, TaskDone)}
         waiting = {execution for execution, _, closed in found.tokens.values() if not closed}
         load = {i for i in wanted | waiting if not cached(i)}
-        if load:
-            found.rows = store.execution_rows(load)
-            found.frames = store.frames_of(load)
-        if load | waiting:
-            found._read_tasks(store, load | waiting)
+        rows = store.execution_rows_later(load) if load else None
+        frames = store.frames_of_later(load) if load else None
+        tasks = store.tasks_of_later(load | waiting) if load | waiting else None
+        if rows is not None and frames is not None:
+            found.rows, found.frames = rows(), frames()
+        if tasks is not None:
+            found._read_tasks(tasks(), load | waiting)
         return found
 
     def _read_starts(self, store: EngineStore, starts: list[StartExecution], ids: IdPool) -> None:
         machines = {split_machine_arn(c.machine_arn)[0] for c in starts}
         names = {(split_machine_arn(c.machine_arn)[0], c.name) for c in starts if c.name}
-        self.machine_hashes = store.machine_hashes(sorted(machines))
+        hashes = store.machine_hashes_later(sorted(machines))
+        named = store.executions_named_later(names) if names else None
+        reserved = ids.reserve_later(store, len(starts))
+        self.machine_hashes = hashes()
         self.machines_read = machines
-        if names:
-            self.existing = {
-                (row.machine_arn, row.name): row for row in store.executions_named(names)
-            }
+        if named is not None:
+            self.existing = {(row.machine_arn, row.name): row for row in named()}
             self.names_read = names
-        ids.reserve(store, len(starts))
+        reserved()
 
-    def _read_tasks(self, store: EngineStore, executions: set[int]) -> None:
-        for row in store.tasks_of(executions):
+    def _read_tasks(self, rows: list[dict[str, Any]], executions: set[int]) -> None:
+        for row in rows:
             key = (int(row["execution_id"]), int(row["frame_id"]), int(row["attempt"]))
             self.tasks[key] = TaskRequest(
                 row["execution_arn"], row["frame_id"], row["attempt"], row["kind"],

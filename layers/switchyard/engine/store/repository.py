@@ -4,7 +4,7 @@ one database transaction (`write_transitions`); everything else here is a small 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -247,33 +247,37 @@ class EngineStore:
 
     # --- executions ----------------------------------------------------------------------------
 
-    def machine_hashes(self, arns: Sequence[str]) -> dict[str, str]:
-        """Machine ARN -> current definition hash, for the machines that exist."""
-        rows = self.conn.execute(
-            "SELECT arn, definition_hash FROM sfn_state_machines WHERE arn = ANY(%s)", (list(arns),)
-        ).fetchall()
-        return {str(arn): str(digest) for arn, digest in rows}
+    # The three reads of a batch of starts. Each `*_later` sends its query and returns a function
+    # that reads the answer: in pipeline mode the queries travel together, one round trip in all.
 
-    def executions_named(self, names: Iterable[tuple[str, str]]) -> list[ExecutionRow]:
+    def machine_hashes_later(self, arns: Sequence[str]) -> Callable[[], dict[str, str]]:
+        """Machine ARN -> current definition hash, for the machines that exist."""
+        cursor = self.conn.execute(
+            "SELECT arn, definition_hash FROM sfn_state_machines WHERE arn = ANY(%s)", (list(arns),)
+        )
+        return lambda: {str(arn): str(digest) for arn, digest in cursor.fetchall()}
+
+    def executions_named_later(
+        self, names: Iterable[tuple[str, str]]
+    ) -> Callable[[], list[ExecutionRow]]:
         """The executions among (machine ARN, name) pairs that exist."""
         pairs = list(names)
-        rows = (
-            self.conn.cursor(row_factory=dict_row)
-            .execute(
-                "SELECT e.* FROM sfn_executions e"
-                " JOIN unnest(%s::text[], %s::text[]) AS n(machine_arn, name)"
-                " ON e.machine_arn = n.machine_arn AND e.name = n.name",
-                ([m for m, _ in pairs], [n for _, n in pairs]),
-            )
-            .fetchall()
+        cursor = self.conn.cursor(row_factory=dict_row).execute(
+            "SELECT e.* FROM sfn_executions e"
+            " JOIN unnest(%s::text[], %s::text[]) AS n(machine_arn, name)"
+            " ON e.machine_arn = n.machine_arn AND e.name = n.name",
+            ([m for m, _ in pairs], [n for _, n in pairs]),
         )
-        return [ExecutionRow(**row) for row in rows]
+        return lambda: [ExecutionRow(**row) for row in cursor.fetchall()]
+
+    def next_execution_ids_later(self, count: int) -> Callable[[], list[int]]:
+        cursor = self.conn.execute(
+            "SELECT nextval('sfn_executions_id_seq') FROM generate_series(1, %s)", (count,)
+        )
+        return lambda: [int(row[0]) for row in cursor.fetchall()]
 
     def next_execution_ids(self, count: int) -> list[int]:
-        rows = self.conn.execute(
-            "SELECT nextval('sfn_executions_id_seq') FROM generate_series(1, %s)", (count,)
-        ).fetchall()
-        return [int(row[0]) for row in rows]
+        return self.next_execution_ids_later(count)()
 
     def insert_execution(
         self, execution: Execution, *, version_arn: str | None, digest: str
@@ -466,36 +470,38 @@ class EngineStore:
         ).fetchall()
         return {str(r[0]): (int(r[1]), int(r[2]), bool(r[3])) for r in rows}
 
-    def execution_rows(self, ids: Iterable[int]) -> dict[int, ExecutionRow]:
-        rows = (
-            self.conn.cursor(row_factory=dict_row)
-            .execute("SELECT * FROM sfn_executions WHERE id = ANY(%s)", (list(ids),))
-            .fetchall()
+    def execution_rows_later(self, ids: Iterable[int]) -> Callable[[], dict[int, ExecutionRow]]:
+        cursor = self.conn.cursor(row_factory=dict_row).execute(
+            "SELECT * FROM sfn_executions WHERE id = ANY(%s)", (list(ids),)
         )
-        return {int(row["id"]): ExecutionRow(**row) for row in rows}
+        return lambda: {int(row["id"]): ExecutionRow(**row) for row in cursor.fetchall()}
 
-    def frames_of(self, ids: Iterable[int]) -> dict[int, list[tuple[int, dict[str, Any]]]]:
+    def frames_of_later(
+        self, ids: Iterable[int]
+    ) -> Callable[[], dict[int, list[tuple[int, dict[str, Any]]]]]:
         """`frames` of many executions at once."""
-        found: dict[int, list[tuple[int, dict[str, Any]]]] = {}
-        for execution_id, frame_id, data in self.conn.execute(
+        cursor = self.conn.execute(
             "SELECT execution_id, frame_id, data FROM sfn_frames WHERE execution_id = ANY(%s)"
             " ORDER BY execution_id, frame_id",
             (list(ids),),
-        ):
-            found.setdefault(int(execution_id), []).append((int(frame_id), data))
-        return found
-
-    def tasks_of(self, ids: Iterable[int]) -> list[dict[str, Any]]:
-        """The dispatched, unfinished tasks of these executions."""
-        return (
-            self.conn.cursor(row_factory=dict_row)
-            .execute(
-                "SELECT t.*, e.arn AS execution_arn FROM sfn_tasks t"
-                " JOIN sfn_executions e ON e.id = t.execution_id WHERE t.execution_id = ANY(%s)",
-                (list(ids),),
-            )
-            .fetchall()
         )
+
+        def read() -> dict[int, list[tuple[int, dict[str, Any]]]]:
+            found: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+            for execution_id, frame_id, data in cursor.fetchall():
+                found.setdefault(int(execution_id), []).append((int(frame_id), data))
+            return found
+
+        return read
+
+    def tasks_of_later(self, ids: Iterable[int]) -> Callable[[], list[dict[str, Any]]]:
+        """The dispatched, unfinished tasks of these executions."""
+        cursor = self.conn.cursor(row_factory=dict_row).execute(
+            "SELECT t.*, e.arn AS execution_arn FROM sfn_tasks t"
+            " JOIN sfn_executions e ON e.id = t.execution_id WHERE t.execution_id = ANY(%s)",
+            (list(ids),),
+        )
+        return cursor.fetchall
 
     def token(self, token: str) -> tuple[int, int, bool] | None:
         """(execution id, frame id, closed) of a task token ever issued."""
