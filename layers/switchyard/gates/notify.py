@@ -16,7 +16,7 @@ from typing import Any
 from switchyard.contract import GateKind, GateRequest
 from switchyard.gates.model import Gate
 from switchyard.gates.store import GateStore
-from switchyard.runtime.rendering import render, template_context
+from switchyard.runtime.rendering import render, render_text, template_context
 
 Notifier = Callable[[Gate], dict[str, Any]]
 """Sends a gate to its channel; returns what it did (e.g. a message id)."""
@@ -41,7 +41,7 @@ def open_gate(
             merge=str(config.get("merge", "by_step")),
             step_input=config.get("input") or None,
         )
-        message = str(render(config.get("message", ""), context))
+        message = render_text(config.get("message", ""), context)
         rendered = render(config.get("show", {}), context)
         show = rendered if isinstance(rendered, dict) else {"value": rendered}
         channels = list(config.get("channels", ["console"]))

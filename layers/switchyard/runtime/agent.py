@@ -35,7 +35,7 @@ from switchyard.runtime.providers import (
     ToolSpec,
     call_model,
 )
-from switchyard.runtime.rendering import render
+from switchyard.runtime.rendering import render_text
 from switchyard.runtime.services import StepServices
 from switchyard.runtime.step_io import (
     budgeted,
@@ -211,8 +211,8 @@ class AgentRun:
     def run(self) -> StepResult:
         self.guard.start_attempt()
         context = context_for(self.invocation, self.services)
-        prompt = str(render(self.step.prompt, context))
-        system = str(render(self.step.system, context)) if self.step.system else None
+        prompt = render_text(self.step.prompt, context)
+        system = render_text(self.step.system, context) if self.step.system else None
         if self.step.output_schema is not None:
             instruction = json_instruction(self.step.output_schema)
             system = f"{system}\n\n{instruction}" if system else instruction

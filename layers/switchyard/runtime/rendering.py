@@ -51,6 +51,18 @@ def render(value: Any, context: Mapping[str, Any]) -> Any:
     return value
 
 
+def render_text(template: Any, context: Mapping[str, Any]) -> str:
+    """A template rendered for a reader (a model's prompt, a person's message): always text.
+
+    A lone `{{ expression }}` keeps its type in `render`; here a value that is not a string is
+    written as JSON, as objects inside text are (`{"k": "é", "b": true}`, never Python's
+    `{'k': 'é', 'b': True}`), and `null` stays `null`."""
+    value = render(template, context)
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
 def render_string(text: str, context: Mapping[str, Any]) -> Any:
     """One template string: native value for a lone `{{ expression }}`, else text."""
     try:

@@ -18,7 +18,7 @@ from switchyard.runtime.budgets import BudgetGuard
 from switchyard.runtime.clock import Deadline
 from switchyard.runtime.errors import InvalidOutputError, PermanentError
 from switchyard.runtime.providers import CallKey, ModelRequest, call_model
-from switchyard.runtime.rendering import render
+from switchyard.runtime.rendering import render_text
 from switchyard.runtime.services import StepServices
 from switchyard.runtime.step_io import context_for, deadline_for, finish, run_script, step_fields
 
@@ -46,7 +46,7 @@ def run_llm_router(
         raise PermanentError(f"router {invocation.step_id} has no model (set defaults.model)")
     context = context_for(invocation, services)
     if router.prompt is not None:
-        subject = str(render(router.prompt, context))
+        subject = render_text(router.prompt, context)
     else:
         subject = json.dumps(default_subject(invocation, context), ensure_ascii=False, default=str)
     guard = BudgetGuard(

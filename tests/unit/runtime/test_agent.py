@@ -158,6 +158,20 @@ def test_structured_output_is_parsed_validated_and_costed() -> None:
     )
 
 
+def test_a_prompt_of_one_object_expression_is_sent_as_json() -> None:
+    fake = FakeClaude()
+    fake.queue("claude-sonnet-4-5", ok(text_message("done")))
+    inv = invocation(
+        "draft",
+        agent(prompt="{{ inputs.ticket }}", system="{{ inputs.rules }}"),
+        inputs={"ticket": {"k": "é", "b": True}, "rules": ["be brief", None]},
+    )
+    run_agent_step(inv, services_for(fake))
+    body = fake.requests[0][1]
+    assert body["messages"][0]["content"] == '{"k": "é", "b": true}'
+    assert body["system"] == '["be brief", null]'
+
+
 @pytest.mark.parametrize(
     "answer",
     ["I think it is about billing.", '{"label": "refund", "confidence": 0.5}', '{"label": "bug"'],

@@ -8,7 +8,7 @@ import pytest
 
 from switchyard.contract import RunContext, StepContext, StepErrorName
 from switchyard.runtime.errors import TemplateRenderError
-from switchyard.runtime.rendering import joined, render, template_context
+from switchyard.runtime.rendering import joined, render, render_text, template_context
 
 CTX: dict[str, Any] = {
     "inputs": {"body": "hello", "n": 3},
@@ -106,3 +106,14 @@ def test_template_context_from_step_context() -> None:
     assert out["previous"] is None
     assert out["joined"] == [RECORDS["a"]["output"], RECORDS["c"]["output"]]
     assert out["input"] == {"ask": "why #2"}
+
+
+def test_text_for_a_reader_writes_a_lone_expressions_value_as_json() -> None:
+    context = {"inputs": {"o": {"k": "é", "b": True, "n": None}, "l": [1, "x"], "s": "plain"}}
+    assert render_text("{{ inputs.o }}", context) == '{"k": "é", "b": true, "n": null}'
+    assert render_text("{{ inputs.l }}", context) == '[1, "x"]'
+    assert render_text("{{ inputs.o.b }}", context) == "true"
+    assert render_text("{{ inputs.o.n }}", context) == "null"
+    assert render_text("{{ inputs.s }}", context) == "plain"
+    # The same spelling as an object inside text.
+    assert render_text("o: {{ inputs.o }}", context) == 'o: {"k": "é", "b": true, "n": null}'

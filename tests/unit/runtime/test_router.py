@@ -79,3 +79,14 @@ def test_scripted_router() -> None:
     result = run_llm_router(invocation("route", ROUTER, steps=STEPS), services)
     assert result.output == {"route": "bugfix", "reason": "crash"}
     assert result.usage is not None and result.usage.provider == "scripted"
+
+
+def test_a_prompt_of_one_object_expression_is_sent_as_json() -> None:
+    fake = FakeClaude()
+    fake.queue("claude-haiku-4-5", ok(text_message('{"route": "billing", "reason": "invoice"}')))
+    services = StepServices(provider=fake.provider("anthropic"), catalog=ModelCatalog())
+    step = {**ROUTER, "prompt": "{{ steps.classify.output }}"}
+    run_llm_router(invocation("route", step, steps=STEPS), services)
+    assert fake.requests[0][1]["messages"][0]["content"] == (
+        '{"summary": "charged twice for invoice 7"}'
+    )
