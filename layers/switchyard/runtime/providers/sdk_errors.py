@@ -2,7 +2,8 @@
 
 429                               rate_limit, with the Retry-After the response carried
 529 overloaded, other 5xx         transient (ModelOverloadedError: fallback models may answer)
-408, connection errors, timeouts  transient
+408, the call timing out          timeout
+connection errors                 transient
 context length, other 4xx         permanent
 """
 
@@ -10,7 +11,13 @@ from __future__ import annotations
 
 import anthropic
 
-from switchyard.runtime.errors import PermanentError, RateLimitedError, StepError, TransientError
+from switchyard.runtime.errors import (
+    PermanentError,
+    RateLimitedError,
+    StepError,
+    StepTimeoutError,
+    TransientError,
+)
 from switchyard.runtime.providers.base import ModelOverloadedError
 
 
@@ -49,13 +56,13 @@ def map_sdk_error(exc: Exception, *, provider: str, model: str) -> StepError:
         if status >= 500:
             return ModelOverloadedError(f"{where}: server error {status}: {_api_message(exc)}")
         if status == 408:
-            return TransientError(f"{where}: request timeout: {_api_message(exc)}")
+            return StepTimeoutError(f"{where}: request timeout: {_api_message(exc)}")
         text = _api_message(exc)
         if _is_context_length(text):
             return PermanentError(f"{where}: the prompt does not fit the context window: {text}")
         return PermanentError(f"{where}: error {status}: {text}")
     if isinstance(exc, anthropic.APITimeoutError):
-        return TransientError(f"{where}: timed out")
+        return StepTimeoutError(f"{where}: timed out")
     if isinstance(exc, anthropic.APIConnectionError):
         return TransientError(f"{where}: connection failed: {exc.message}")
     if isinstance(exc, anthropic.APIResponseValidationError):

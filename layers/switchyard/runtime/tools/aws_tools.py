@@ -2,8 +2,9 @@
 `email.send` (SES), and declared tools of kind `lambda`.
 
 AWS errors map like HTTP ones: throttling → `rate_limit`, 5xx and connection failures →
-`transient`, a read timeout or dropped connection after sending → outcome unknown, the rest →
-`permanent`.
+`transient`, a connect timeout → `timeout`, a read timeout after sending → `timeout` with an
+unknown outcome, a dropped connection after sending → `transient` with an unknown outcome, the
+rest → `permanent`.
 """
 
 from __future__ import annotations
@@ -28,11 +29,12 @@ from switchyard.runtime.errors import (
     PermanentError,
     RateLimitedError,
     StepError,
+    StepTimeoutError,
     TransientError,
 )
 from switchyard.runtime.settings import EVENT_BUS_ENV
 from switchyard.runtime.tools.base import CallInfo, ToolEnvironment
-from switchyard.stores.idempotency import OutcomeUnknownError
+from switchyard.stores.idempotency import OutcomeUnknownError, OutcomeUnknownTimeoutError
 
 T = TypeVar("T")
 _THROTTLED = {
@@ -59,9 +61,13 @@ def aws_call(tool: str, action: Callable[[], T]) -> T:
         if status >= 500 or code in ("ServiceUnavailable", "InternalError", "InternalFailure"):
             raise TransientError(message) from None
         raise PermanentError(message) from None
-    except (EndpointConnectionError, ConnectTimeoutError) as exc:
+    except ConnectTimeoutError as exc:
+        raise StepTimeoutError(f"{tool}: timed out connecting: {exc}") from None
+    except EndpointConnectionError as exc:
         raise TransientError(f"{tool}: could not connect: {exc}") from None
-    except (ReadTimeoutError, ConnectionClosedError) as exc:
+    except ReadTimeoutError as exc:
+        raise OutcomeUnknownTimeoutError(f"{tool}: timed out after sending: {exc}") from None
+    except ConnectionClosedError as exc:
         raise OutcomeUnknownError(f"{tool}: no answer after sending: {exc}") from None
 
 
@@ -228,6 +234,8 @@ class EmailSendTool(BuiltinTool):
 _ERROR_NAMES: dict[str, type[StepError]] = {
     "rate_limit": RateLimitedError,
     "transient": TransientError,
+    "timeout": StepTimeoutError,
+    "Sandbox.Timedout": StepTimeoutError,
     "permanent": PermanentError,
 }
 

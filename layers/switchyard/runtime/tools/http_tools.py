@@ -2,8 +2,10 @@
 
     429                          rate_limit, with the Retry-After the response carried
     5xx, connection refused      transient
-    timeout or drop after send   transient, but "outcome unknown" (a non-idempotent call goes
-                                 to a person instead of being retried)
+    connect or pool timeout      timeout (nothing was sent)
+    read or write timeout        timeout, but "outcome unknown" (a non-idempotent call goes to a
+                                 person instead of being retried)
+    drop after send              transient, outcome unknown likewise
     other 4xx                    permanent
 
 Writes carry an `Idempotency-Key` header (the step's key), so endpoints that honour it apply a
@@ -25,11 +27,12 @@ from switchyard.runtime.errors import (
     PermanentError,
     PolicyViolationError,
     RateLimitedError,
+    StepTimeoutError,
     TransientError,
 )
 from switchyard.runtime.rendering import render
 from switchyard.runtime.tools.base import CallInfo, ToolEnvironment
-from switchyard.stores.idempotency import OutcomeUnknownError
+from switchyard.stores.idempotency import OutcomeUnknownError, OutcomeUnknownTimeoutError
 
 _READS = {"GET", "HEAD", "OPTIONS"}
 
@@ -79,14 +82,15 @@ def send_request(
                 json=json_body,
                 content=body,
             )
-    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+    except (httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+        raise StepTimeoutError(f"{tool}: timed out connecting to {host}: {exc}") from None
+    except httpx.ConnectError as exc:
         raise TransientError(f"{tool}: could not connect to {host}: {exc}") from None
-    except (
-        httpx.TimeoutException,
-        httpx.RemoteProtocolError,
-        httpx.ReadError,
-        httpx.WriteError,
-    ) as exc:
+    except httpx.TimeoutException as exc:
+        raise OutcomeUnknownTimeoutError(
+            f"{tool}: {method} {url} timed out waiting for an answer: {exc}"
+        ) from None
+    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
         raise OutcomeUnknownError(f"{tool}: {method} {url} got no answer: {exc}") from None
     except httpx.HTTPError as exc:
         raise TransientError(f"{tool}: {method} {url} failed: {exc}") from None

@@ -12,11 +12,16 @@ import psycopg
 from psycopg.rows import dict_row
 
 from switchyard.model import SideEffect
-from switchyard.runtime.errors import PermanentError, StepError, TransientError
+from switchyard.runtime.errors import PermanentError, StepError
 from switchyard.runtime.tools.aws_tools import BuiltinTool
 from switchyard.runtime.tools.base import CallInfo, ToolEnvironment
 from switchyard.runtime.tools.http_tools import send_request
-from switchyard.runtime.tools.sql_effects import ensure_effects_table, payload_hash, run_once
+from switchyard.runtime.tools.sql_effects import (
+    ensure_effects_table,
+    operational_error,
+    payload_hash,
+    run_once,
+)
 
 
 class SqlQueryTool(BuiltinTool):
@@ -51,7 +56,7 @@ class SqlQueryTool(BuiltinTool):
                     return run_once(conn, call.idempotency_key, payload_hash(args), statement)
                 return statement()
         except psycopg.OperationalError as exc:
-            raise TransientError(f"sql.query: {exc}".strip()) from None
+            raise operational_error(exc) from None
         except psycopg.Error as exc:
             raise PermanentError(f"sql.query: {exc}".strip()) from None
 

@@ -24,7 +24,12 @@ import psycopg
 from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
-from switchyard.runtime.errors import PermanentError, TransientError
+from switchyard.runtime.errors import (
+    PermanentError,
+    StepError,
+    StepTimeoutError,
+    TransientError,
+)
 from switchyard.runtime.tools.base import canonical_json
 
 EFFECTS_TABLE = "switchyard_sql_effects"
@@ -63,8 +68,18 @@ def ensure_effects_table(conninfo: str, *, connect_timeout: int = 10) -> None:
                 f"idempotent statements; create it once as an owner: {EFFECTS_DDL}"
             ) from None
         except psycopg.OperationalError as exc:
-            raise TransientError(f"sql.query: {exc}".strip()) from None
+            raise operational_error(exc) from None
         _created.add(conninfo)
+
+
+def operational_error(exc: psycopg.OperationalError) -> StepError:
+    """A database that timed out is `timeout`: the statement ran past its `statement_timeout`
+    (its transaction rolled back: no effect) or the connection took too long; the rest of
+    `OperationalError` (the server went away, too many connections) is `transient`."""
+    message = f"sql.query: {exc}".strip()
+    if isinstance(exc, psycopg.errors.QueryCanceled | psycopg.errors.ConnectionTimeout):
+        return StepTimeoutError(message)
+    return TransientError(message)
 
 
 def run_once(

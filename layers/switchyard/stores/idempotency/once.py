@@ -36,7 +36,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyValidationError,
 )
 
-from switchyard.contract import HumanRequest
+from switchyard.contract import HumanRequest, StepErrorName
 from switchyard.runtime.errors import (
     HumanRequiredError,
     PermanentError,
@@ -66,6 +66,13 @@ class RemainingTime:
 
 class OutcomeUnknownError(TransientError):
     """The request went out and no answer came back: it may or may not have taken effect."""
+
+
+class OutcomeUnknownTimeoutError(OutcomeUnknownError):
+    """The request went out and timed out waiting for its answer: a `timeout`, whose outcome is
+    unknown all the same."""
+
+    name = StepErrorName.TIMEOUT
 
 
 class IdempotentCalls:

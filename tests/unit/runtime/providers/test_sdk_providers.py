@@ -10,7 +10,13 @@ from moto import mock_aws
 
 from switchyard.contract import StepErrorName
 from switchyard.runtime.clock import Deadline, ManualClock
-from switchyard.runtime.errors import PermanentError, RateLimitedError, StepError, TransientError
+from switchyard.runtime.errors import (
+    PermanentError,
+    RateLimitedError,
+    StepError,
+    StepTimeoutError,
+    TransientError,
+)
 from switchyard.runtime.providers import (
     AnthropicProvider,
     BedrockProvider,
@@ -197,7 +203,8 @@ def test_context_length_400_is_permanent(kind: str) -> None:
     ("reply", "expected"),
     [
         (connection_error(), TransientError),
-        (read_timeout(), TransientError),
+        (read_timeout(), StepTimeoutError),
+        (status(408, "timeout_error", "Request timed out"), StepTimeoutError),
         (status(500, "api_error", "Internal server error"), TransientError),
         (status(401, "authentication_error", "invalid x-api-key"), PermanentError),
         (status(404, "not_found_error", "model: nope"), PermanentError),

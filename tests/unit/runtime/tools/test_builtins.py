@@ -15,13 +15,16 @@ from botocore.response import StreamingBody
 from botocore.stub import Stubber
 from moto import mock_aws
 
+from switchyard.contract import StepErrorName
 from switchyard.runtime.errors import (
     PermanentError,
     PolicyViolationError,
     RateLimitedError,
+    StepTimeoutError,
     TransientError,
 )
 from switchyard.runtime.tools import CallInfo, SecretResolver, ToolEnvironment, ToolRegistry
+from switchyard.runtime.tools.aws_tools import aws_call
 from switchyard.stores.idempotency import OutcomeUnknownError
 
 CALL = CallInfo("run-1", "send", "run-1:send", timeout=5.0)
@@ -82,6 +85,76 @@ def test_http_connection_refused_is_transient_and_a_read_timeout_is_an_unknown_o
     with pytest.raises(OutcomeUnknownError):
         invoke(
             "http.request", {"method": "POST", "url": "https://api.example.com/"}, http_env(lost)
+        )
+
+
+def test_http_timeouts_are_timeout_and_one_after_sending_leaves_the_outcome_unknown() -> None:
+    def slow_to_connect(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectTimeout("timed out", request=request)
+
+    def no_answer(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("timed out", request=request)
+
+    def dropped(request: httpx.Request) -> httpx.Response:
+        raise httpx.RemoteProtocolError("peer closed connection", request=request)
+
+    with pytest.raises(StepTimeoutError) as connect:
+        invoke("http.request", {"url": "https://api.example.com/"}, http_env(slow_to_connect))
+    assert connect.value.name is StepErrorName.TIMEOUT
+    assert not isinstance(connect.value, OutcomeUnknownError)  # nothing was sent
+    with pytest.raises(OutcomeUnknownError) as read:
+        invoke("http.request", {"method": "POST", "url": "https://x.example/"}, http_env(no_answer))
+    assert read.value.name is StepErrorName.TIMEOUT
+    with pytest.raises(OutcomeUnknownError) as drop:
+        invoke("http.request", {"method": "POST", "url": "https://x.example/"}, http_env(dropped))
+    assert drop.value.name is StepErrorName.TRANSIENT
+
+
+def test_aws_timeouts_are_timeout() -> None:
+    import socket
+    import threading
+
+    from botocore.config import Config
+    from botocore.exceptions import ConnectTimeoutError
+
+    # A server that accepts the connection and never answers: a real read timeout.
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    accepted: list[socket.socket] = []
+    threading.Thread(target=lambda: accepted.append(server.accept()[0]), daemon=True).start()
+    s3 = boto3.client(
+        "s3",
+        region_name="us-east-1",
+        endpoint_url=f"http://127.0.0.1:{server.getsockname()[1]}",
+        aws_access_key_id="x",
+        aws_secret_access_key="y",
+        config=Config(read_timeout=0.2, connect_timeout=0.2, retries={"max_attempts": 0}),
+    )
+    env = ToolEnvironment(aws_clients={"s3": s3})
+    try:
+        with pytest.raises(OutcomeUnknownError) as read:
+            invoke("s3.put", {"bucket": "b", "key": "k", "body": "x"}, env)
+        assert read.value.name is StepErrorName.TIMEOUT
+    finally:
+        for conn in accepted:
+            conn.close()
+        server.close()
+
+    def slow_to_connect() -> None:
+        raise ConnectTimeoutError(endpoint_url="https://s3.us-east-1.amazonaws.com")
+
+    with pytest.raises(StepTimeoutError) as connect:
+        aws_call("s3.get", slow_to_connect)
+    assert not isinstance(connect.value, OutcomeUnknownError)
+
+
+def test_a_sql_statement_past_its_timeout_is_timeout(pg_conninfo: str) -> None:
+    env = ToolEnvironment(sql_connections={"crm": pg_conninfo})
+    quick = CallInfo("run-1", "slow", "run-1:slow", timeout=0.2)
+    with pytest.raises(StepTimeoutError, match="statement timeout"):
+        ToolRegistry().get("sql.query").invoke(
+            {"connection": "crm", "query": "SELECT pg_sleep(5)"}, env, quick
         )
 
 
