@@ -8,5 +8,7 @@ from switchyard.runtime.lambda_adapter import step_handler
 
 handler = step_handler(
     "router_step",
-    lambda invocation, services, context: run_llm_router(invocation, services),
+    lambda invocation, services, context: run_llm_router(
+        invocation, services, lambda_context=context
+    ),
 )

@@ -4,7 +4,7 @@ Entry points (the `functions/*` handlers call these):
 
     run_agent_step(invocation, services, deadline=..., lambda_context=...) -> StepResult
     run_tool_step(invocation, services, deadline=..., lambda_context=...)  -> StepResult
-    run_llm_router(invocation, services, deadline=...)                     -> StepResult
+    run_llm_router(invocation, services, deadline=..., lambda_context=...) -> StepResult
 
 They raise `StepError`s whose `name` is the Lambda `errorType` the compiled machine matches.
 `StepServices` holds the stores and clients (in memory by default; `postgres_services` and

@@ -139,7 +139,7 @@ class AgentRun:
         self.model: str = self.step.model
         self.invocation = invocation
         self.services = services
-        self.deadline = deadline_for(invocation, services, deadline)
+        self.deadline = deadline_for(invocation, services, deadline, lambda_context)
         self.provider = services.provider_for(self.step.provider, script=run_script(invocation))
         self.guard = BudgetGuard(
             budgeted(invocation),

@@ -39,11 +39,13 @@ def run_llm_router(
     services: StepServices,
     *,
     deadline: Deadline | None = None,
+    lambda_context: Any = None,
 ) -> StepResult:
     """Run one attempt of an LLM router step; raises a `StepError` on failure."""
     router = LlmRouter.model_validate(step_fields(invocation))
     if router.model is None:
         raise PermanentError(f"router {invocation.step_id} has no model (set defaults.model)")
+    attempt_deadline = deadline_for(invocation, services, deadline, lambda_context)
     context = context_for(invocation, services)
     if router.prompt is not None:
         subject = render_text(router.prompt, context)
@@ -79,7 +81,7 @@ def run_llm_router(
             request,
             fallback_models=router.fallback_models,
             gate=services.gate,
-            deadline=deadline_for(invocation, services, deadline),
+            deadline=attempt_deadline,
         )
     except BaseException:
         guard.release(reservation)

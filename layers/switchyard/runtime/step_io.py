@@ -22,6 +22,9 @@ from switchyard.runtime.rendering import template_context
 from switchyard.runtime.services import StepServices
 
 DEFAULT_ATTEMPT_SECONDS = 900.0
+LAMBDA_MARGIN_SECONDS = 2.0
+"""Kept free at the end of a Lambda invocation: the attempt settles its budget, writes its
+journal and returns (or fails with `timeout`) before Lambda would stop it."""
 
 
 def step_fields(invocation: StepInvocation) -> dict[str, Any]:
@@ -56,13 +59,21 @@ def budgeted(invocation: StepInvocation) -> StepInvocation:
 
 
 def deadline_for(
-    invocation: StepInvocation, services: StepServices, deadline: Deadline | None
+    invocation: StepInvocation,
+    services: StepServices,
+    deadline: Deadline | None,
+    lambda_context: Any = None,
 ) -> Deadline:
-    """The caller's deadline, else the step's `timeout`, else 15 minutes (Lambda's most)."""
+    """The caller's deadline; else the step's `timeout` (else 15 minutes, Lambda's most), or the
+    time the function has left (`get_remaining_time_in_millis()` of its Lambda context, less
+    `LAMBDA_MARGIN_SECONDS`) when that is sooner, so that no wait outlasts the function."""
     if deadline is not None:
         return deadline
     timeout = invocation.step.get("timeout")
     seconds = float(parse_duration(timeout)) if timeout is not None else DEFAULT_ATTEMPT_SECONDS
+    remaining = getattr(lambda_context, "get_remaining_time_in_millis", None)
+    if callable(remaining):
+        seconds = min(seconds, int(remaining()) / 1000.0 - LAMBDA_MARGIN_SECONDS)
     return Deadline(services.clock.now() + seconds, services.clock)
 
 

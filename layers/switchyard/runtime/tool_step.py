@@ -91,7 +91,7 @@ def run_tool_step(
         idempotency_key=invocation.idempotency_key,
         inputs=invocation.context.inputs,
         side_effect=step.side_effect,
-        deadline=deadline_for(invocation, services, deadline),
+        deadline=deadline_for(invocation, services, deadline, lambda_context),
         lambda_context=lambda_context,
     )
     output = gateway.call(ToolRequest(step.tool, args), scope)

@@ -90,3 +90,37 @@ def test_a_prompt_of_one_object_expression_is_sent_as_json() -> None:
     assert fake.requests[0][1]["messages"][0]["content"] == (
         '{"summary": "charged twice for invoice 7"}'
     )
+
+
+def test_a_wait_that_would_outlast_the_function_fails_fast_instead() -> None:
+    """No `timeout` on the step: its attempt used to have 15 minutes, though its Lambda function
+    had seconds left, so a rate limit's wait could outlast the function."""
+    from switchyard.engine.dispatch.lambda_context import LambdaContext
+    from switchyard.runtime.clock import ManualClock
+    from switchyard.runtime.errors import RateLimitedError
+    from switchyard.runtime.rate_limits import RateLimitGate
+
+    fake = FakeClaude()
+    fake.queue("claude-haiku-4-5", ok(text_message('{"route": "billing", "reason": "x"}')))
+    clock = ManualClock()
+    gate = RateLimitGate(clock=clock)
+    gate.record("anthropic", "claude-haiku-4-5", 60.0)
+    services = StepServices(
+        provider=fake.provider("anthropic"), catalog=ModelCatalog(), gate=gate, clock=clock
+    )
+    context = LambdaContext(
+        "router_step", "arn:aws:lambda:::function:router_step", timeout_seconds=30
+    )
+    with pytest.raises(RateLimitedError, match="past this attempt's deadline"):
+        run_llm_router(invocation("route", ROUTER, steps=STEPS), services, lambda_context=context)
+    assert clock.sleeps == [] and fake.requests == []
+
+    # With the time to wait, it waits and calls.
+    context = LambdaContext(
+        "router_step", "arn:aws:lambda:::function:router_step", timeout_seconds=300
+    )
+    result = run_llm_router(
+        invocation("route", ROUTER, steps=STEPS), services, lambda_context=context
+    )
+    assert result.output["route"] == "billing"
+    assert clock.sleeps == [pytest.approx(60.0)]

@@ -321,3 +321,22 @@ def test_the_script_of_switchyard_llm_script_answers_tool_steps_too(
     unscripted = invocation("pay", tool_step(), inputs={"customer": "e"}, steps=STEPS)
     assert run_tool_step(unscripted, StepServices()).output["customer"] == "e"
     assert len(SENT) == before + 1
+
+
+def test_a_calls_timeout_is_bounded_by_the_functions_remaining_time() -> None:
+    import httpx
+
+    from switchyard.engine.dispatch.lambda_context import LambdaContext
+
+    timeouts: list[float] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        timeouts.append(request.extensions["timeout"]["read"])
+        return httpx.Response(200, json={"ok": True})
+
+    services = StepServices(tool_env=ToolEnvironment(http_transport=httpx.MockTransport(answer)))
+    step = {"type": "tool", "tool": "http.request", "args": {"url": "https://api.example.com/x"}}
+    context = LambdaContext("tool_step", "arn:aws:lambda:::function:tool_step", timeout_seconds=6.0)
+    run_tool_step(invocation("fetch", step), services, lambda_context=context)
+    # 6 s left, less the function's margin (2 s) and the call's own (1 s): at most 3 s, not 30.
+    assert 2.0 < timeouts[0] <= 3.0
