@@ -182,8 +182,7 @@ class AgentRun:
         return tuple(specs)
 
     def ask(self, messages: list[dict[str, Any]], system: str | None, turn: int) -> ModelResponse:
-        """One model call, inside a budget reservation."""
-        reservation = self.guard.reserve(self.model, turn)
+        """One model call, inside a budget reservation; a call that fails releases it."""
         request = ModelRequest(
             model=self.model,
             messages=messages,
@@ -193,6 +192,7 @@ class AgentRun:
             temperature=self.step.temperature,
             key=self.key(turn),
         )
+        reservation = self.guard.reserve(self.model, turn)
         try:
             response = call_model(
                 self.provider,
@@ -209,6 +209,7 @@ class AgentRun:
         return response
 
     def run(self) -> StepResult:
+        self.guard.check_priced([self.model, *self.step.fallback_models])
         self.guard.start_attempt()
         context = context_for(self.invocation, self.services)
         prompt = render_text(self.step.prompt, context)

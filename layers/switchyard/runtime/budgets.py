@@ -13,6 +13,7 @@ cost of this model in this step, else $0.10. After the call: settled to the real
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -20,8 +21,9 @@ from decimal import Decimal
 from switchyard.contract import StepInvocation, Usage
 from switchyard.model import StepBudget
 from switchyard.runtime.clock import Clock, parse_iso
-from switchyard.runtime.errors import BudgetExceededError
-from switchyard.runtime.models_catalog import ModelCatalog, to_micros
+from switchyard.runtime.errors import BudgetExceededError, StepError
+from switchyard.runtime.models_catalog import ModelCatalog, UnknownModelError, to_micros
+from switchyard.runtime.settings import MODEL_PRICES_ENV
 from switchyard.stores.budget import BudgetLedger, Reservation, Scope, ScopeLimit
 
 DEFAULT_ESTIMATE_MICROS = 100_000
@@ -64,6 +66,19 @@ class BudgetGuard:
                 f"max_duration of {budget.max_duration}s",
                 scope=self._run_scope().key,
             )
+
+    def check_priced(self, models: Sequence[str]) -> None:
+        """Every model the step may call has a price, before any is called: a call that could
+        not be priced would be paid for and then fail the step, its spend counted nowhere."""
+        for model in models:
+            if model not in self.catalog:
+                raise UnknownModelError(
+                    f"step {self.invocation.step_id} calls model {model!r}, which has no price "
+                    "in the model catalog, so its cost could not be counted; it was not called. "
+                    f"Add its prices (USD per million tokens) to a file named by "
+                    f"{MODEL_PRICES_ENV}, e.g. `{model}: {{input: 3, output: 15}}`. Known "
+                    f"models: {', '.join(self.catalog.ids())}"
+                )
 
     def start_attempt(self) -> None:
         """Checks and bookkeeping at the start of every attempt (see the module doc)."""
@@ -151,8 +166,13 @@ class BudgetGuard:
         )
 
     def settle(self, reservation: Reservation | None, usage: Usage) -> Decimal:
-        """Settle to the call's real cost; returns that cost in USD."""
-        cost = self.catalog.cost_usd(usage)
+        """Settle to the call's real cost; returns that cost in USD. A call that cannot be
+        priced releases its reservation (nothing is left open on the scopes) and fails."""
+        try:
+            cost = self.catalog.cost_usd(usage)
+        except StepError:
+            self.release(reservation)
+            raise
         if self.ledger is not None and reservation is not None:
             tokens = usage.input_tokens + usage.output_tokens + usage.cache_read_tokens
             self.ledger.settle(reservation, to_micros(cost), tokens=tokens)

@@ -59,6 +59,7 @@ def run_llm_router(
         step_budget=router.budget,
         tenant_daily_limit=services.tenant_daily_limits.get(invocation.workflow.tenant),
     )
+    guard.check_priced([router.model, *router.fallback_models])
     guard.start_attempt()
     scope = invocation.context.scope or {}
     request = ModelRequest(

@@ -480,3 +480,39 @@ def test_max_duration_and_max_steps(pg_pool: ConnectionPool) -> None:
     run_agent_step(inv, services)  # the same attempt again is not another step
     with pytest.raises(BudgetExceededError, match="step"):
         run_agent_step(retried(inv, 1), services)
+
+
+def test_a_model_without_a_price_is_refused_before_it_is_called(pg_pool: ConnectionPool) -> None:
+    ledger = PostgresBudgetLedger(pg_pool)
+    fake = FakeClaude()
+    fake.queue("gpt-5", ok(text_message("paid for, then priced", model="gpt-5")))
+    fake.queue("claude-sonnet-4-5", ok(text_message("answered")))
+    services = services_for(fake, ledger=ledger)
+    for step in (agent(model="gpt-5"), agent(fallback_models=["gpt-5"])):
+        inv = invocation("draft", step, inputs={"body": "x"}, budget={"max_cost_usd": 1.0})
+        with pytest.raises(PermanentError) as info:
+            run_agent_step(inv, services)
+        assert info.value.name is StepErrorName.PERMANENT
+        assert "model 'gpt-5'" in info.value.message
+        assert "SWITCHYARD_MODEL_PRICES" in info.value.message
+        assert ledger.open_reservations(inv.idempotency_key) == []
+        assert ledger.totals(Scope("run", inv.context.run.id)).spent_micros == 0
+    assert fake.requests == []
+
+
+def test_a_call_that_fails_before_it_is_sent_leaves_no_reservation_open(
+    pg_pool: ConnectionPool,
+) -> None:
+    ledger = PostgresBudgetLedger(pg_pool)
+    fake = FakeClaude()
+    fake.queue("claude-sonnet-4-5", ok(text_message("never asked")))
+    inv = invocation(
+        "research",
+        agent(tools=["lookup_order", "no_such_tool"], tool_defs=TOOL_DEFS),
+        inputs={"body": "x"},
+        budget={"max_cost_usd": 1.0},
+    )
+    with pytest.raises(PolicyViolationError, match="no_such_tool"):
+        run_agent_step(inv, services_for(fake, ledger=ledger))
+    assert ledger.open_reservations(inv.idempotency_key) == []
+    assert ledger.totals(Scope("run", inv.context.run.id)).reserved_micros == 0

@@ -124,3 +124,14 @@ def test_a_wait_that_would_outlast_the_function_fails_fast_instead() -> None:
     )
     assert result.output["route"] == "billing"
     assert clock.sleeps == [pytest.approx(60.0)]
+
+
+def test_a_router_model_without_a_price_is_refused_before_it_is_called() -> None:
+    from switchyard.runtime.errors import PermanentError
+
+    fake = FakeClaude()
+    fake.queue("gpt-5", ok(text_message('{"route": "billing", "reason": "x"}')))
+    services = StepServices(provider=fake.provider("anthropic"), catalog=ModelCatalog())
+    with pytest.raises(PermanentError, match="SWITCHYARD_MODEL_PRICES"):
+        run_llm_router(invocation("route", {**ROUTER, "model": "gpt-5"}, steps=STEPS), services)
+    assert fake.requests == []
