@@ -150,7 +150,9 @@ class AgentRun:
             tenant_daily_limit=services.tenant_daily_limits.get(invocation.workflow.tenant),
         )
         self.registry = ToolRegistry(tool_definitions(invocation))
-        self.gateway = ToolGateway(self.registry, stores=services.tools, env=services.tool_env)
+        self.gateway = ToolGateway(
+            self.registry, stores=services.tools, env=services.tool_env, rate_limits=services.gate
+        )
         self.scope = CallScope(
             run=invocation.context.run,
             step_id=invocation.step_id,

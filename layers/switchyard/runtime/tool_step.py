@@ -83,7 +83,10 @@ def run_tool_step(
     context = context_for(invocation, services)
     args = render(step.args, context)
     gateway = ToolGateway(
-        ToolRegistry(tool_definitions(invocation)), stores=services.tools, env=services.tool_env
+        ToolRegistry(tool_definitions(invocation)),
+        stores=services.tools,
+        env=services.tool_env,
+        rate_limits=services.gate,
     )
     scope = CallScope(
         run=invocation.context.run,

@@ -340,3 +340,60 @@ def test_a_calls_timeout_is_bounded_by_the_functions_remaining_time() -> None:
     run_tool_step(invocation("fetch", step), services, lambda_context=context)
     # 6 s left, less the function's margin (2 s) and the call's own (1 s): at most 3 s, not 30.
     assert 2.0 < timeouts[0] <= 3.0
+
+
+def test_a_hosts_retry_after_is_waited_out_before_the_retry_calls_it_again() -> None:
+    import httpx
+
+    from switchyard.runtime.clock import ManualClock
+    from switchyard.runtime.errors import RateLimitedError
+    from switchyard.runtime.rate_limits import RateLimitGate
+
+    clock = ManualClock()
+    calls: list[tuple[str, float]] = []
+    answers = [httpx.Response(429, headers={"retry-after": "20"})]
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        calls.append((request.url.host, clock.now()))
+        if request.url.host == "api.example.com" and answers:
+            return answers.pop(0)
+        return httpx.Response(200, json={"ok": True})
+
+    services = StepServices(
+        tool_env=ToolEnvironment(http_transport=httpx.MockTransport(answer)),
+        gate=RateLimitGate(clock=clock),
+        clock=clock,
+    )
+    step = {
+        "type": "tool",
+        "tool": "http.request",
+        "args": {"url": "https://api.example.com/x"},
+        "timeout": "60s",
+    }
+    inv = invocation("fetch", step)
+    with pytest.raises(RateLimitedError) as info:
+        run_tool_step(inv, services)
+    assert info.value.retry_after == 20.0
+    started = clock.now()
+
+    # Another host is not held back.
+    other = {**step, "args": {"url": "https://other.example.com/x"}}
+    run_tool_step(invocation("other", other), services)
+    assert clock.sleeps == []
+
+    # The machine retries sooner than 20 s (its backoff): the attempt waits out the rest first.
+    clock.advance(5)
+    result = run_tool_step(retried(inv, 1), services)
+    assert result.output["status"] == 200
+    assert clock.sleeps == [pytest.approx(15.0)]
+    assert calls[-1] == ("api.example.com", pytest.approx(started + 20.0))
+
+    # An attempt whose deadline comes first fails at once, without calling the host.
+    answers.append(httpx.Response(429, headers={"retry-after": "120"}))
+    with pytest.raises(RateLimitedError):
+        run_tool_step(retried(inv, 2), services)
+    sent = len(calls)
+    with pytest.raises(RateLimitedError, match="past this attempt's deadline") as fast:
+        run_tool_step(retried(inv, 3), services)
+    assert fast.value.retry_after == pytest.approx(120.0)
+    assert len(calls) == sent and clock.sleeps == [pytest.approx(15.0)]

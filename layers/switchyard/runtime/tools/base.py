@@ -19,7 +19,9 @@ from typing import Any, Protocol
 import httpx
 
 from switchyard.model import SideEffect
+from switchyard.runtime.clock import Deadline
 from switchyard.runtime.errors import PermanentError
+from switchyard.runtime.rate_limits import RateLimitGate
 from switchyard.runtime.settings import (
     EMAIL_FROM_ENV,
     HTTP_ALLOWED_HOSTS_ENV,
@@ -41,6 +43,11 @@ class CallInfo:
     side_effect: SideEffect | None = None
     """The call's side effect as the gateway decided it; None when a tool is invoked directly.
     A tool with `records_own_effects` makes an `idempotent` call once per `idempotency_key`."""
+    rate_limits: RateLimitGate | None = None
+    """Where a Retry-After an endpoint sent is kept, and waited out before the next call to it
+    (the model calls' gate); None: not honoured (a tool invoked directly)."""
+    deadline: Deadline | None = None
+    """The attempt's deadline: a wait for a Retry-After must end before it."""
 
 
 class Tool(Protocol):

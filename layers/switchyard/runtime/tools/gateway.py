@@ -41,6 +41,7 @@ from switchyard.runtime.errors import (
     RejectedError,
     StepError,
 )
+from switchyard.runtime.rate_limits import RateLimitGate
 from switchyard.runtime.tools.base import CallInfo, Tool, ToolEnvironment, canonical_json
 from switchyard.runtime.tools.registry import ToolRegistry
 from switchyard.stores.audit import AuditLog, AuditRecord, InMemoryAuditLog, redact
@@ -113,10 +114,13 @@ class ToolGateway:
         *,
         stores: GatewayStores | None = None,
         env: ToolEnvironment | None = None,
+        rate_limits: RateLimitGate | None = None,
     ) -> None:
         self.registry = registry
         self.stores = stores or GatewayStores()
         self.env = env or ToolEnvironment()
+        self.rate_limits = rate_limits
+        """The Retry-After times endpoints sent (the step services' gate, shared with models)."""
 
     def call(self, request: ToolRequest, scope: CallScope) -> Any:
         """Check, run and audit one call; its output, or a `StepError`."""
@@ -228,7 +232,15 @@ class ToolGateway:
         if scope.deadline is not None:
             timeout = max(min(timeout, scope.deadline.remaining() - 1.0), 1.0)
         side_effect = scope.side_effect or tool.side_effect(args)
-        info = CallInfo(scope.run.id, scope.step_id, key, timeout, side_effect)
+        info = CallInfo(
+            scope.run.id,
+            scope.step_id,
+            key,
+            timeout,
+            side_effect,
+            rate_limits=self.rate_limits,
+            deadline=scope.deadline,
+        )
         if side_effect is SideEffect.NONE or self.stores.idempotency is None:
             return tool.invoke(args, self.env, info)
         if side_effect is SideEffect.IDEMPOTENT and getattr(tool, "records_own_effects", False):

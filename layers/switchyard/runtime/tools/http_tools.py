@@ -1,6 +1,7 @@
 """`http.request`, and declared tools of kind `http` (a request templated over `args`).
 
-    429                          rate_limit, with the Retry-After the response carried
+    429                          rate_limit, with the Retry-After the response carried, which
+                                 the next call to the host waits out first (as for models)
     5xx, connection refused      transient
     connect or pool timeout      timeout (nothing was sent)
     read or write timeout        timeout, but "outcome unknown" (a non-idempotent call goes to a
@@ -35,6 +36,8 @@ from switchyard.runtime.tools.base import CallInfo, ToolEnvironment
 from switchyard.stores.idempotency import OutcomeUnknownError, OutcomeUnknownTimeoutError
 
 _READS = {"GET", "HEAD", "OPTIONS"}
+_BUCKET = "http"
+"""Retry-After times are kept per host: `http:<host>` in the rate-limit gate."""
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -72,6 +75,11 @@ def send_request(
     if method not in _READS:
         sent_headers.setdefault("Idempotency-Key", call.idempotency_key)
     limit = min(timeout, call.timeout) if timeout is not None else call.timeout
+    gate = call.rate_limits
+    if gate is not None:
+        gate.wait(_BUCKET, host, call.deadline)  # a Retry-After the host sent earlier
+        if call.deadline is not None:
+            limit = min(limit, max(call.deadline.remaining() - gate.margin, 1.0))
     try:
         with env.http_client(limit) as client:
             response = client.request(
@@ -96,7 +104,10 @@ def send_request(
         raise TransientError(f"{tool}: {method} {url} failed: {exc}") from None
     status = response.status_code
     if status == 429:
-        raise RateLimitedError(f"{tool}: {host} answered 429", retry_after=_retry_after(response))
+        retry_after = _retry_after(response)
+        if gate is not None:
+            gate.record(_BUCKET, host, retry_after)
+        raise RateLimitedError(f"{tool}: {host} answered 429", retry_after=retry_after)
     if status >= 500:
         raise TransientError(f"{tool}: {host} answered {status}")
     if status >= 400:
