@@ -33,9 +33,11 @@ class BudgetLimits(Wire):
 
 
 class EnclosingBudget(Wire):
-    """A budget that a sub-workflow run's spend also counts toward: the run of every ancestor
-    (`max_cost_usd` is "whole run, sub-workflows included"), and the budget of the `sub_workflow`
-    step that started it. `kind` and `id` name the budget ledger's scope."""
+    """A budget that a step's spend also counts toward, besides its own run's and step's: in a
+    sub-workflow run, the run of every ancestor (`max_cost_usd` is "whole run, sub-workflows
+    included"), the budget of the map or loop it runs in, and the budget of the `sub_workflow`
+    step that started it; inside a map or loop, that map's or loop's budget. `kind` and `id` name
+    the budget ledger's scope."""
 
     kind: Literal["run", "step"]
     id: str
@@ -69,6 +71,8 @@ class ParentLink(Wire):
     step: str
     item: str = ""
     """`:<index>` inside a map, `:<iteration>` inside a loop: the step's ledger key suffix."""
+    composite_budget: BudgetLimits | None = None
+    """Inside a map or loop: its `budget`, which all its items' or iterations' runs share."""
     step_budget: BudgetLimits | None = None
     """The `sub_workflow` step's `budget`."""
 
@@ -228,7 +232,9 @@ class DeadLetter(Wire):
     run: RunContext
     step_id: str
     error: dict[str, Any]
-    inputs: dict[str, Any]
+    input: dict[str, Any]
+    """What the step's Task received: the run's inputs, the records of the steps it reads, and
+    its scope inside a map or loop."""
 
 
 def loop_output(output: Any, iterations: int) -> Any:

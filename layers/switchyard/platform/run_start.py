@@ -83,6 +83,15 @@ def enclosing_budgets(link: ParentLink) -> list[EnclosingBudget]:
             max_tokens=parent.max_tokens if parent else None,
         ),
     ]
+    if link.composite_budget is not None:
+        budgets.append(
+            EnclosingBudget(
+                kind="step",
+                id=f"{link.run.id}:{link.step}",
+                max_cost_usd=link.composite_budget.max_cost_usd,
+                max_tokens=link.composite_budget.max_tokens,
+            )
+        )
     if link.step_budget is not None:
         budgets.append(
             EnclosingBudget(

@@ -126,29 +126,14 @@ class StepRules:
             )
         inner = scope.with_roots("item", "index")
         self._inline(base, step.step, inner)
-        self._composite_budget(base, step)
 
     def _loop(self, base: DocPath, step: LoopStep, scope: Scope) -> None:
         inner = scope.with_roots("iteration", "previous")
         self._inline(base, step.step, inner)
-        self._composite_budget(base, step)
         if step.until is not None:
             output = inline_output_schema(step.step, self._workflow)
             until_scope = Scope(_CONTEXT, scope.owner).with_roots("iteration", output=output)
             self._refs.condition(step.until, (*base, "until"), until_scope)
-
-    def _composite_budget(self, base: DocPath, step: MapStep | LoopStep) -> None:
-        """A map's or loop's `budget` is shared by the model calls of all its items or
-        iterations; the runs of a sub-workflow do not see it, so it would limit nothing."""
-        if step.budget is None or not isinstance(step.step, SubWorkflowBody):
-            return
-        self._checks.report(
-            Code.SCHEMA,
-            (*base, "budget"),
-            f"a {step.type}'s budget does not reach the runs of the sub-workflow it starts: "
-            "give the inline step the budget instead (each run then has its own), or set the "
-            "budget in the child workflow",
-        )
 
     def _inline(
         self, base: DocPath, body: AgentBody | ToolBody | SubWorkflowBody, scope: Scope

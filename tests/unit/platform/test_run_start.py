@@ -72,3 +72,17 @@ def test_a_run_started_by_hand_has_no_enclosing_budgets() -> None:
 def test_a_malformed_link_is_an_input_error() -> None:
     with pytest.raises(InvalidRunInputError, match="parent link"):
         start_run(request({"document": {}, PARENT_LINK_KEY: {"step": 7}}))
+
+
+def test_a_child_run_of_a_map_spends_from_the_maps_budget() -> None:
+    link = {
+        "run": parent_run(),
+        "step": "summarize_each",
+        "item": ":0",
+        "composite_budget": {"max_cost_usd": 0.5},
+    }
+    run = start_run(request({"document": {}, PARENT_LINK_KEY: link})).run
+    assert [(b.kind, b.id, b.max_cost_usd) for b in run.enclosing_budgets] == [
+        ("run", "parent-run", None),
+        ("step", "parent-run:summarize_each", 0.5),  # the map's: no item, shared by all
+    ]

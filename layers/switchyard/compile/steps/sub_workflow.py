@@ -19,7 +19,7 @@ from switchyard.compile.steps.failure import Fallback, catch, failure_path
 from switchyard.compile.steps.unit import START_CHILD_SYNC, Unit
 from switchyard.compile.template_paths import parameters_for, render_task
 from switchyard.contract import PARENT_LINK_KEY, state_machine_placeholder
-from switchyard.model import OnError, SubWorkflowBody, WorkflowBudget
+from switchyard.model import OnError, StepBudget, SubWorkflowBody, WorkflowBudget
 
 PARENT_KEY = "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID"
 RENDERED = "$.rendered"
@@ -46,7 +46,7 @@ def child_name(unit: Unit) -> str:
     return f"States.Hash(States.Format('{pattern}', {', '.join(parts)}), 'SHA-1')"
 
 
-def _limits(budget: WorkflowBudget | None) -> dict[str, Any]:
+def _limits(budget: WorkflowBudget | StepBudget | None) -> dict[str, Any]:
     if budget is None:
         return {}
     return budget.model_dump(mode="json", include={"max_cost_usd", "max_tokens"}, exclude_none=True)
@@ -58,7 +58,12 @@ def parent_link(unit: Unit, body: SubWorkflowBody) -> dict[str, Any]:
     item = _item(unit)
     if item:
         link["item.$"] = f"States.Format(':{{}}', {item})"
-    for key, budget in (("budget", unit.workflow.budget), ("step_budget", body.budget)):
+    composite = getattr(unit.step, "budget", None) if unit.scope else None
+    for key, budget in (
+        ("budget", unit.workflow.budget),
+        ("composite_budget", composite),  # a map's or loop's, shared by all its child runs
+        ("step_budget", body.budget),
+    ):
         limits = _limits(budget)
         if limits:
             link[key] = limits
