@@ -1,16 +1,35 @@
-"""The app's settings, from CDK context (`cdk.json`, or `-c key=value` on the command line)."""
+"""The app's settings, from CDK context (`cdk.json`, or `-c key=value` on the command line).
+
+Object and list settings may be given on the command line as JSON
+(`-c 'switchyard:tenantDailyLimits={"acme": 50}'`). A setting that does not fit fails the synth
+with a `SettingsError` that names it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from email.utils import parseaddr
 from pathlib import Path
 from typing import Any
 
+import yaml
 from constructs import Node
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 CONTEXT_PREFIX = "switchyard:"
+_HOST_PATTERN = re.compile(r"^[A-Za-z0-9*?.-]+$")
+_CONNECTION_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+
+ToolResources = Mapping[str, Mapping[str, Mapping[str, tuple[str, ...]]]]
+"""Workflow -> step -> tool -> resources the tool may use there (`switchyard:toolResources`)."""
+
+
+class SettingsError(ValueError):
+    pass
 
 
 @dataclass(frozen=True)
@@ -35,6 +54,18 @@ class Settings:
     nat_gateways: int = 1
     provider: str = "anthropic"
     """The model provider of steps that name none: `anthropic` (API key secret) or `bedrock`."""
+    http_allowed_hosts: tuple[str, ...] = ()
+    """Host patterns http tools may call (`SWITCHYARD_HTTP_ALLOWED_HOSTS`); empty: any host."""
+    sql_connections: Mapping[str, str] = field(default_factory=dict)
+    """Connection name -> Secrets Manager secret (name or ARN) holding its conninfo."""
+    tenant_daily_limits: Mapping[str, float] = field(default_factory=dict)
+    """Tenant -> USD per UTC day (`SWITCHYARD_TENANT_DAILY_LIMITS`)."""
+    model_prices: Mapping[str, Any] | None = None
+    """Model id -> prices, checked against the catalog; shipped as a file in a layer."""
+    email_from: str | None = None
+    """Sender of `email.send` calls that give no `from` (`SWITCHYARD_EMAIL_FROM`)."""
+    tool_resources: ToolResources = field(default_factory=dict)
+    """Resources of tool calls that are only known at run time (docs/deploy.md)."""
 
     @classmethod
     def from_node(cls, node: Node) -> Settings:
@@ -61,8 +92,155 @@ class Settings:
             alarm_email=get("alarmEmail"),
             nat_gateways=int(get("natGateways", 1)),
             provider=str(get("provider", "anthropic")),
+            http_allowed_hosts=_hosts(get("httpAllowedHosts")),
+            sql_connections=_sql_connections(get("sqlConnections")),
+            tenant_daily_limits=_tenant_daily_limits(get("tenantDailyLimits")),
+            model_prices=_model_prices(get("modelPrices"), root),
+            email_from=_email_from(get("emailFrom")),
+            tool_resources=_tool_resources(get("toolResources")),
         )
 
     @property
     def functions(self) -> Path:
         return self.root / "functions"
+
+
+# --- the runtime's settings --------------------------------------------------------------------
+
+
+def _json(key: str, value: Any) -> Any:
+    """A value from cdk.json as is; from `-c key=value`, a string to read as JSON."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        raise SettingsError(f"{CONTEXT_PREFIX}{key}: not JSON: {value!r}") from None
+
+
+def _object(key: str, value: Any) -> dict[str, Any]:
+    value = _json(key, value)
+    if not isinstance(value, dict):
+        raise SettingsError(f"{CONTEXT_PREFIX}{key}: expected an object, got {value!r}")
+    return value
+
+
+def _hosts(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str) and not value.lstrip().startswith("["):
+        value = value.split(",")
+    value = _json("httpAllowedHosts", value)
+    if not isinstance(value, list):
+        raise SettingsError(f"{CONTEXT_PREFIX}httpAllowedHosts: expected a list of host patterns")
+    hosts = tuple(str(h).strip().lower() for h in value if str(h).strip())
+    for host in hosts:
+        if not _HOST_PATTERN.match(host):
+            raise SettingsError(
+                f"{CONTEXT_PREFIX}httpAllowedHosts: {host!r} is not a host pattern "
+                "(a host name, `*` for any part: api.example.com, *.example.com; no scheme, "
+                "port or path)"
+            )
+    return hosts
+
+
+def _sql_connections(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    connections = _object("sqlConnections", value)
+    for name, secret in connections.items():
+        if not _CONNECTION_NAME.match(name):
+            raise SettingsError(
+                f"{CONTEXT_PREFIX}sqlConnections: {name!r} is not a connection name "
+                "(letters, digits, _ and -)"
+            )
+        if not isinstance(secret, str) or not secret:
+            raise SettingsError(
+                f"{CONTEXT_PREFIX}sqlConnections.{name}: expected the name or ARN of the Secrets "
+                "Manager secret holding its conninfo (never the conninfo itself)"
+            )
+        if "=" in secret or "://" in secret:
+            raise SettingsError(
+                f"{CONTEXT_PREFIX}sqlConnections.{name}: looks like a conninfo; store it in a "
+                "Secrets Manager secret and give the secret's name or ARN here"
+            )
+    return {str(k): str(v) for k, v in connections.items()}
+
+
+def _tenant_daily_limits(value: Any) -> dict[str, float]:
+    if value is None:
+        return {}
+    limits = _object("tenantDailyLimits", value)
+    for tenant, usd in limits.items():
+        if isinstance(usd, bool) or not isinstance(usd, int | float) or usd < 0:
+            raise SettingsError(
+                f"{CONTEXT_PREFIX}tenantDailyLimits.{tenant}: expected USD per day (a number "
+                f">= 0), got {usd!r}"
+            )
+    return dict(limits)
+
+
+def _model_prices(value: Any, root: Path) -> dict[str, Any] | None:
+    """Inline prices, or a JSON or YAML file (relative to the repository), checked the way the
+    runtime reads them, so that a bad price fails the synth and not the first model call."""
+    from switchyard.runtime.models_catalog import ModelCatalog
+
+    if value is None:
+        return None
+    where = f"{CONTEXT_PREFIX}modelPrices"
+    if isinstance(value, str) and not value.lstrip().startswith("{"):
+        path = (root / value).resolve()
+        if not path.is_file():
+            raise SettingsError(f"{where}: no prices file at {path}")
+        text = path.read_text("utf-8")
+        try:
+            value = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        except (ValueError, yaml.YAMLError) as exc:
+            raise SettingsError(f"{where}: {path} does not parse: {exc}") from None
+        where = str(path)
+    prices = _json("modelPrices", value)
+    if not isinstance(prices, dict):
+        raise SettingsError(f"{where}: a model prices file maps model ids to prices")
+    try:
+        ModelCatalog().with_overrides(prices)
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise SettingsError(f"{where}: {exc}") from None
+    return prices
+
+
+def _email_from(value: Any) -> str | None:
+    if value is None:
+        return None
+    _, address = parseaddr(str(value))
+    if "@" not in address:
+        raise SettingsError(
+            f"{CONTEXT_PREFIX}emailFrom: {value!r} is not an email address (a verified SES "
+            "identity, or an address of a verified domain)"
+        )
+    return str(value)
+
+
+def _tool_resources(value: Any) -> dict[str, dict[str, dict[str, tuple[str, ...]]]]:
+    if value is None:
+        return {}
+    where = f"{CONTEXT_PREFIX}toolResources"
+    result: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {}
+    for workflow, steps in _object("toolResources", value).items():
+        if not isinstance(steps, dict):
+            raise SettingsError(f"{where}.{workflow}: expected step -> tool -> resources")
+        for step, tools in steps.items():
+            if not isinstance(tools, dict):
+                raise SettingsError(f"{where}.{workflow}.{step}: expected tool -> resources")
+            for tool, resources in tools.items():
+                if isinstance(resources, str):
+                    resources = [resources]
+                if (
+                    not isinstance(resources, list)
+                    or not resources
+                    or not all(isinstance(r, str) and r for r in resources)
+                ):
+                    raise SettingsError(
+                        f"{where}.{workflow}.{step}.{tool}: expected a list of resource names"
+                    )
+                result.setdefault(workflow, {}).setdefault(step, {})[tool] = tuple(resources)
+    return result

@@ -1,0 +1,74 @@
+"""The runtime's settings from CDK context: cdk.json values, `-c key=value` strings, and refusals
+that name the setting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import App
+
+from infra.config import Settings, SettingsError
+
+
+def settings(tmp_path: Path, **context: Any) -> Settings:
+    app = App(context={"switchyard:root": str(tmp_path), **context})
+    return Settings.from_node(app.node)
+
+
+def test_nothing_configured_sets_nothing(tmp_path: Path) -> None:
+    found = settings(tmp_path)
+    assert found.http_allowed_hosts == ()
+    assert found.sql_connections == {} and found.tenant_daily_limits == {}
+    assert found.model_prices is None and found.email_from is None
+    assert found.tool_resources == {}
+
+
+def test_command_line_strings_are_read_as_json_or_a_host_list(tmp_path: Path) -> None:
+    found = settings(
+        tmp_path,
+        **{
+            "switchyard:httpAllowedHosts": "API.example.com, *.example.org",
+            "switchyard:tenantDailyLimits": '{"acme": 50}',
+            "switchyard:sqlConnections": '{"ledger": "prod/ledger"}',
+            "switchyard:toolResources": '{"wf": {"step": {"s3.put": "bucket"}}}',
+        },
+    )
+    assert found.http_allowed_hosts == ("api.example.com", "*.example.org")
+    assert found.tenant_daily_limits == {"acme": 50}
+    assert found.sql_connections == {"ledger": "prod/ledger"}
+    assert found.tool_resources == {"wf": {"step": {"s3.put": ("bucket",)}}}
+
+
+def test_model_prices_come_from_a_yaml_file_beside_the_app_and_are_checked(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "prices.yaml").write_text("my-model: {input: 2, output: 8}\n")
+    found = settings(tmp_path, **{"switchyard:modelPrices": "prices.yaml"})
+    assert found.model_prices == {"my-model": {"input": 2, "output": 8}}
+    (tmp_path / "prices.yaml").write_text("my-model: {input: 2}\n")
+    with pytest.raises(SettingsError, match=r"prices\.yaml: new model 'my-model' needs input and"):
+        settings(tmp_path, **{"switchyard:modelPrices": "prices.yaml"})
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("sqlConnections", {"ledger": "host=db password=x"}, "looks like a conninfo"),
+        ("sqlConnections", {"led ger": "prod/ledger"}, "is not a connection name"),
+        ("tenantDailyLimits", {"acme": -1}, r"tenantDailyLimits\.acme: expected USD per day"),
+        ("httpAllowedHosts", ["https://api.example.com"], "is not a host pattern"),
+        ("emailFrom", "support", "is not an email address"),
+        ("modelPrices", "missing.json", "no prices file at"),
+        ("modelPrices", {"claude-haiku-4-5": {"input": -1}}, "input price .* is negative"),
+        ("toolResources", {"wf": {"step": {"s3.put": []}}}, "expected a list of resource names"),
+        ("tenantDailyLimits", "{not json", "not JSON"),
+    ],
+)
+def test_a_setting_that_does_not_fit_is_refused_by_name(
+    tmp_path: Path, key: str, value: Any, message: str
+) -> None:
+    with pytest.raises(SettingsError, match=message) as caught:
+        settings(tmp_path, **{f"switchyard:{key}": value})
+    assert str(caught.value).startswith(f"switchyard:{key}")
