@@ -8,7 +8,7 @@ from typing import Any
 
 import jsonschema_rs
 
-from switchyard.contract.errors import read_cause
+from switchyard.contract.errors import error_type_of, read_cause
 from switchyard.contract.helpers import (
     DeadlineRequest,
     DeadlineResult,
@@ -24,11 +24,17 @@ MAX_LISTED_ERRORS = 5
 
 
 def failure(request: FailureRequest) -> FailureResult:
-    """The caught error with its Cause made the plain message (`contract.errors.read_cause`)."""
+    """The caught error with its Cause made the plain message (`contract.errors.read_cause`).
+
+    A Step Functions error (`States.Timeout`, `States.TaskFailed`, ...) is named by its workflow
+    error type instead (`timeout`, `permanent`, ...): the run's `Fail` state raises this name, and
+    the States Language reserves names beginning with `States.` (Step Functions and moto refuse a
+    Fail state that raises one)."""
     message, attempts = read_cause(request.error.get("Cause"))
-    return FailureResult(
-        Error=str(request.error.get("Error") or ""), Cause=message, attempts=attempts
-    )
+    name = str(request.error.get("Error") or "")
+    if name.startswith("States."):
+        name = error_type_of(name)
+    return FailureResult(Error=name, Cause=message, attempts=attempts)
 
 
 def deadline(request: DeadlineRequest) -> DeadlineResult:
