@@ -17,6 +17,7 @@ from switchyard.contract import GateKind, GateRequest
 from switchyard.gates.model import Gate
 from switchyard.gates.store import GateStore
 from switchyard.runtime.rendering import render, render_text, template_context
+from switchyard.stores.audit import redact
 
 Notifier = Callable[[Gate], dict[str, Any]]
 """Sends a gate to its channel; returns what it did (e.g. a message id)."""
@@ -64,7 +65,7 @@ def open_gate(
         message=message,
         show=show,
         allow_edit=bool(config.get("allow_edit", False)),
-        request=error_details(request.error) if request.error else None,
+        request=_shown(error_details(request.error)) if request.error else None,
         token=request.task_token,
         deadline=deadline,
     )
@@ -101,6 +102,15 @@ def error_details(error: Mapping[str, Any]) -> dict[str, Any]:
         except ValueError:
             detail = detail["errorMessage"]
     return {"error": name, "detail": detail}
+
+
+def _shown(details: dict[str, Any]) -> dict[str, Any]:
+    """What a person may see of the error: a tool call's arguments redacted, should a step
+    have sent them in clear (the runtime redacts them itself)."""
+    detail = details.get("detail")
+    if isinstance(detail, dict) and isinstance(detail.get("args"), dict):
+        details = {**details, "detail": {**detail, "args": redact(detail["args"])}}
+    return details
 
 
 def _describe(request: GateRequest) -> str:

@@ -33,6 +33,26 @@ def redact(value: Any) -> Any:
     return value
 
 
+def unredact(edited: Any, original: Any) -> Any:
+    """`edited` (arguments a person wrote over the redacted ones they were shown) with every
+    `***` under a secret-looking key put back from `original`, the real arguments: approving a
+    call, with or without edits, never replaces a secret with `***`. A secret the person left
+    out stays out, and one they wrote anew is taken as written."""
+    if isinstance(edited, dict) and isinstance(original, dict):
+        return {
+            key: original[key]
+            if item == REDACTED and key in original and _SECRET_NAME.search(str(key))
+            else unredact(item, original.get(key))
+            for key, item in edited.items()
+        }
+    if isinstance(edited, list) and isinstance(original, list):
+        return [
+            unredact(item, original[n] if n < len(original) else None)
+            for n, item in enumerate(edited)
+        ]
+    return edited
+
+
 @dataclass(frozen=True, slots=True)
 class AuditRecord:
     run_id: str

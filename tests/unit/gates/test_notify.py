@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import uuid
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+import pytest
 from psycopg_pool import ConnectionPool
 
+from switchyard.constants import DATABASE_URL_ENV, LLM_SCRIPT_ENV
 from switchyard.contract import GateKind, GateRequest, RunContext, StepContext, WorkflowInfo
-from switchyard.gates import GateStore, open_gate
+from switchyard.engine.dispatch.lambda_context import LambdaContext
+from switchyard.gates import Decision, GateStore, decide, open_gate
+from switchyard.runtime import wiring
+from switchyard.stores.tool_calls import PostgresDecisionStore
+from tests.unit.runtime.helpers import invocation
+
+FUNCTIONS = Path(__file__).resolve().parents[3] / "functions"
 
 
 def approval(
@@ -40,3 +54,162 @@ def test_a_message_of_one_object_expression_reads_as_json(pg_pool: ConnectionPoo
     assert gate.message == '{"id": "é", "ok": true}'
     (stored,) = GateStore(pg_pool).open_for(request.context.run.id)
     assert stored.message == '{"id": "é", "ok": true}'
+
+
+@cache  # a handler module loads once per process, as in Lambda
+def handler_module(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        f"test_gates_{name}_handler", FUNCTIONS / name / "handler.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def functions_on_the_database(pg_conninfo: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The handlers build their services once per process: build them on the test database."""
+    monkeypatch.setenv(DATABASE_URL_ENV, pg_conninfo)
+    monkeypatch.delenv(LLM_SCRIPT_ENV, raising=False)
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+
+    def clear() -> None:
+        wiring.step_services.cache_clear()
+        wiring.database_pool.cache_clear()
+        handler_module("approval_notify")._store.cache_clear()
+
+    clear()
+    yield
+    clear()
+
+
+CHARGES: list[dict[str, Any]] = []
+
+
+def charge(order_id: str, amount: float, api_token: str) -> dict[str, Any]:
+    CHARGES.append({"order_id": order_id, "amount": amount, "api_token": api_token})
+    return {"charged": amount}
+
+
+class RecordedCallbacks:
+    """Step Functions' task-token API, as far as this test needs it: what was sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, Any]] = []
+
+    def send_success(self, token: str, output: Any) -> None:
+        self.sent.append((token, output))
+
+    def send_failure(self, token: str, error: str, cause: str) -> None:
+        self.sent.append((token, {"error": error, "cause": cause}))
+
+    def stop(self, execution_arn: str, error: str, cause: str) -> None:
+        raise AssertionError("not cancelled")
+
+
+def test_a_tool_call_waiting_for_approval_shows_no_secret_and_runs_with_it_when_approved(
+    functions_on_the_database: None,
+    pg_pool: ConnectionPool,
+    capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    secret, task_token = "tok-live-4242", f"AQB-task-token-{uuid.uuid4().hex}"
+    tool_defs = {
+        "charge": {
+            "description": "Charge an order.",
+            "kind": "python",
+            "config": {"function": "tests.unit.gates.test_notify:charge"},
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "order_id": {"type": "string"},
+                    "amount": {"type": "number"},
+                    "api_token": {"type": "string"},
+                },
+                "required": ["order_id", "amount", "api_token"],
+            },
+            "side_effect": "idempotent",
+            "policy": {"require_approval_if": "args.amount > 100"},
+        }
+    }
+    step = {
+        "type": "tool",
+        "tool": "charge",
+        "args": {"order_id": "A-17", "amount": 250, "api_token": secret},
+        "tool_defs": tool_defs,
+    }
+    event = invocation("pay_back", step).model_dump(mode="json")
+    run = event["context"]["run"]
+    tool_step = handler_module("tool_step").handler
+    with pytest.raises(Exception) as raised:
+        tool_step(event, LambdaContext("tool_step", "arn:aws:lambda:::function:tool_step"))
+    assert type(raised.value).__name__ == "human_required"
+
+    # The machine's Catch hands the Lambda error to the gate, as Step Functions words it.
+    lambda_error = {"errorMessage": str(raised.value), "errorType": "human_required"}
+    gate_event = {
+        "kind": "human",
+        "step_id": "pay_back",
+        "workflow": {"name": "support", "version": 1},
+        "context": {"run": run},
+        "task_token": task_token,
+        "execution_arn": f"arn:aws:states:us-east-1:000000000000:execution:support:{run['id']}",
+        "error": {"Error": "human_required", "Cause": json.dumps(lambda_error)},
+    }
+    notify = handler_module("approval_notify").handler
+    opened = notify(gate_event, LambdaContext("approval_notify", "arn:aws:lambda:::function:n"))
+    store = GateStore(pg_pool)
+    gate = store.get(opened["gate_id"])
+    assert gate is not None
+    shown = json.dumps(gate.public())
+    assert gate.request is not None
+    assert gate.request["detail"]["args"] == {
+        "order_id": "A-17",
+        "amount": 250,
+        "api_token": "***",
+    }
+    assert secret not in shown and task_token not in shown
+    logs = capfd.readouterr()
+    assert secret not in logs.out + logs.err and task_token not in logs.out + logs.err
+    assert "gate open" in caplog.text and "tool_approval" in caplog.text
+    assert secret not in caplog.text and task_token not in caplog.text
+
+    # Approved with the amount lowered, the token left as shown: the call runs with the real one.
+    callbacks = RecordedCallbacks()
+    decide(
+        gate,
+        Decision(
+            "approve", "lead@example.com", edits={**gate.request["detail"]["args"], "amount": 90}
+        ),
+        store=store,
+        callbacks=callbacks,
+        decisions=PostgresDecisionStore(pg_pool),
+    )
+    assert callbacks.sent == [
+        (task_token, {"decision": "approved", "reviewer": "lead@example.com"})
+    ]
+    result = tool_step(event, LambdaContext("tool_step", "arn:aws:lambda:::function:tool_step"))
+    assert result["output"] == {"charged": 90}
+    assert CHARGES[-1] == {"order_id": "A-17", "amount": 90, "api_token": secret}
+    logs = capfd.readouterr()
+    assert secret not in logs.out + logs.err and task_token not in logs.out + logs.err
+    assert secret not in caplog.text and task_token not in caplog.text
+
+
+def test_a_gate_redacts_arguments_a_step_sent_in_clear(pg_pool: ConnectionPool) -> None:
+    """Defence in depth: a machine compiled before redaction, or another producer."""
+    cause = {"kind": "tool_approval", "reason": "r", "tool": "t", "args": {"password": "hunter2"}}
+    request = approval({"message": "x"}, inputs={}).model_copy(
+        update={
+            "kind": GateKind.HUMAN,
+            "gate": None,
+            "error": {
+                "Error": "human_required",
+                "Cause": json.dumps({"errorMessage": json.dumps(cause)}),
+            },
+        }
+    )
+    gate = open_gate(request, GateStore(pg_pool))
+    assert gate.request is not None and gate.request["detail"]["args"] == {"password": "***"}

@@ -180,3 +180,15 @@ def test_unknown_outcome_of_a_non_idempotent_call_goes_to_a_person(calls: Idempo
     # An idempotent call with an unknown outcome is simply retried (its key protects it).
     with pytest.raises(TransientError):
         calls.run(new_key(), PAYLOAD, lost)
+
+
+def test_a_person_asked_about_an_unknown_outcome_sees_the_arguments_redacted(
+    calls: IdempotentCalls,
+) -> None:
+    def lost() -> dict[str, Any]:
+        raise OutcomeUnknownError("read timeout after the request was sent")
+
+    payload = {"tool": "slack.post", "args": {"webhook": "hooks-secret-url", "text": "hi"}}
+    with pytest.raises(HumanRequiredError) as info:
+        calls.run(new_key(), payload, lost, non_idempotent=True)
+    assert info.value.request.args == {"webhook": "***", "text": "hi"}

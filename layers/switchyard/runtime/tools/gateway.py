@@ -10,7 +10,9 @@ Before a call runs, in this order:
 4. `require_approval_if`, evaluated over `{args, inputs, run}` with Step Functions semantics,
    stops the call for a person (`human_required`, kind `tool_approval`) unless a decision for
    this exact call is recorded: then it runs with exactly the approved arguments, or fails
-   `rejected`;
+   `rejected`. A request for a person carries the arguments redacted, as the audit log does:
+   the real ones never leave the step (the step renders them again when it runs again, and a
+   `***` kept in edited arguments stands for the real value);
 5. side effects run once per idempotency key, never the attempt number: through Powertools,
    or, for a tool that records the key in its effect's own transaction (`sql.query`), there.
 
@@ -44,7 +46,7 @@ from switchyard.runtime.errors import (
 from switchyard.runtime.rate_limits import RateLimitGate
 from switchyard.runtime.tools.base import CallInfo, Tool, ToolEnvironment, canonical_json
 from switchyard.runtime.tools.registry import ToolRegistry
-from switchyard.stores.audit import AuditLog, AuditRecord, InMemoryAuditLog, redact
+from switchyard.stores.audit import AuditLog, AuditRecord, InMemoryAuditLog, redact, unredact
 from switchyard.stores.idempotency import IdempotentCalls
 from switchyard.stores.tool_calls import (
     DecisionStore,
@@ -159,7 +161,8 @@ class ToolGateway:
         self._check_policy(tool, request, scope, call_id, decision)
         args = request.args
         if decision is not None and decision.args is not None:
-            args = dict(decision.args)
+            # The person saw the arguments redacted: a `***` they kept is the real secret.
+            args = unredact(dict(decision.args), request.args)
             _validate_args(tool, args)
         if decision is not None and decision.output is not None:
             return decision.output, args, "outcome confirmed by a person; not run again"
@@ -211,7 +214,7 @@ class ToolGateway:
                         kind="tool_approval",
                         reason=f"tool {request.tool} needs approval ({policy.require_approval_if})",
                         tool=request.tool,
-                        args=request.args,
+                        args=redact(request.args),
                         call_id=call_id,
                     )
                 )

@@ -43,6 +43,7 @@ from switchyard.runtime.errors import (
     StepError,
     TransientError,
 )
+from switchyard.stores.audit import redact
 
 DEFAULT_EXPIRES_AFTER = 30 * 24 * 3600
 """Records outlive a run's retries and redrives (Step Functions redrives within 14 days)."""
@@ -186,7 +187,7 @@ def _unknown_outcome(describe: str, data: dict[str, Any], why: str, call_id: str
             reason=f"{describe} is not safe to repeat and its outcome is unknown: {why}. "
             "Check whether it took effect, then approve to run it again or reject.",
             tool=payload.get("tool") if isinstance(payload, dict) else None,
-            args=payload.get("args") if isinstance(payload, dict) else None,
+            args=redact(payload.get("args")) if isinstance(payload, dict) else None,
             call_id=call_id,
         )
     )

@@ -187,3 +187,59 @@ def test_the_same_call_three_times_in_a_run_stops_for_a_person(stores: GatewaySt
 def test_an_unknown_tool_is_refused(stores: GatewayStores) -> None:
     with pytest.raises(PolicyViolationError, match="no tool named"):
         gateway(stores).call(ToolRequest("delete_everything", {}), scope())
+
+
+KEYS_USED: list[str] = []
+
+
+def charge(order_id: str, amount: float, api_key: str) -> dict[str, Any]:
+    KEYS_USED.append(api_key)
+    return {"charged": amount, "order_id": order_id}
+
+
+CHARGE_DEFS: dict[str, Any] = {
+    "charge": {
+        **TOOL_DEFS["refund"],
+        "config": {"function": "tests.unit.runtime.tools.test_gateway:charge"},
+        "input_schema": {
+            **TOOL_DEFS["refund"]["input_schema"],
+            "required": ["order_id", "amount", "api_key"],
+        },
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("approved_args", "runs_with"),
+    [
+        (None, {"order_id": "A9", "amount": 250, "api_key": "sk-live-123"}),
+        (
+            {"order_id": "A9", "amount": 180, "api_key": "***"},
+            {"order_id": "A9", "amount": 180, "api_key": "sk-live-123"},
+        ),
+        (
+            {"order_id": "A9", "amount": 180, "api_key": "sk-other"},
+            {"order_id": "A9", "amount": 180, "api_key": "sk-other"},
+        ),
+    ],
+)
+def test_a_call_waiting_for_approval_shows_its_arguments_redacted_and_runs_with_the_real_ones(
+    stores: GatewayStores, approved_args: dict[str, Any] | None, runs_with: dict[str, Any]
+) -> None:
+    s = scope({"charge"})
+    gw = ToolGateway(ToolRegistry(CHARGE_DEFS), stores=stores, env=ToolEnvironment())
+    request = ToolRequest("charge", {"order_id": "A9", "amount": 250, "api_key": "sk-live-123"})
+    with pytest.raises(HumanRequiredError) as info:
+        gw.call(request, s)
+    human = info.value.request
+    assert human.args == {"order_id": "A9", "amount": 250, "api_key": "***"}
+    assert "sk-live-123" not in str(info.value.as_lambda_exception(attempt=1))
+
+    # The person approves what they saw (possibly edited); the step renders the call again.
+    stores.decisions.record(
+        s.run.id, human.call_id or "", ToolDecision("approved", args=approved_args)
+    )
+    before = len(KEYS_USED)
+    assert gw.call(request, s) == {"charged": runs_with["amount"], "order_id": "A9"}
+    assert KEYS_USED[before:] == [runs_with["api_key"]]
+    assert all("sk-" not in str(r.arguments) for r in stores.audit.for_run(s.run.id))
