@@ -27,13 +27,14 @@ from switchyard.constants import (
     DATABASE_PORT_ENV,
     DATABASE_SECRET_ARN_ENV,
     DATABASE_URL_ENV,
+    DEFAULT_POOL_SIZE,
     IDEMPOTENCY_TABLE_ENV,
     OUTPUT_BUCKET_ENV,
+    POOL_SIZE_ENV,
 )
 from switchyard.runtime.services import StepServices
 
 log = logging.getLogger(__name__)
-POOL_SIZE_ENV = "SWITCHYARD_POOL_SIZE"
 T = TypeVar("T")
 
 
@@ -88,7 +89,7 @@ def database_pool() -> ConnectionPool | None:
     conninfo = database_conninfo()
     if conninfo is None:
         return None
-    size = int(os.environ.get(POOL_SIZE_ENV, "8"))
+    size = int(os.environ.get(POOL_SIZE_ENV) or DEFAULT_POOL_SIZE)
     return ConnectionPool(
         conninfo, min_size=1, max_size=size, open=True, kwargs={"autocommit": True}
     )

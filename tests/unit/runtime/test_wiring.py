@@ -64,3 +64,17 @@ def test_cache_clear_builds_anew_from_the_environment(fresh_wiring: list[Any]) -
     wiring.database_pool.cache_clear()
     assert wiring.database_pool() is not first
     assert len(fresh_wiring) == 2
+
+
+def test_the_pool_holds_at_most_switchyard_pool_size_connections(
+    fresh_wiring: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from switchyard.constants import DEFAULT_POOL_SIZE, POOL_SIZE_ENV
+
+    monkeypatch.setenv(POOL_SIZE_ENV, "3")
+    pool = wiring.database_pool()
+    assert pool is not None and pool.max_size == 3
+    wiring.database_pool.cache_clear()
+    monkeypatch.delenv(POOL_SIZE_ENV)
+    pool = wiring.database_pool()
+    assert pool is not None and pool.max_size == DEFAULT_POOL_SIZE == 8
