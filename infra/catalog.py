@@ -1,9 +1,11 @@
-"""What the app deploys: compiled machines from `statemachines/`, triggers from `workflows/`.
+"""What the app deploys: compiled machines from `statemachines/`, their workflows from `workflows/`.
 
 Each `<name>.asl.json` is one workflow at one version (the version is in its `run_start`
-payload). A workflow file's triggers are attached to the machine of the same name; a workflow with
-triggers but no compiled machine, or at another version than its machine, is an error: the
-deployed machine would not be the one the file describes.
+payload). A workflow file is attached to the machine of the same name: the stack reads its
+triggers and, for the permissions of the step functions, its tools. A workflow with triggers but
+no compiled machine, a workflow at another version than its machine, and a machine with tool or
+agent steps but no workflow file are errors: the deployed machine would not be the one the files
+describe, or its tools would get no permissions.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ class CompiledMachine:
     uses_dead_letter_queue: bool = False
     children: list[ChildRef] = field(default_factory=list)
     triggers: list[Trigger] = field(default_factory=list)
+    workflow: Workflow | None = None
+    """The workflow file's contents; None for a machine without tool or agent steps and no file."""
 
     @property
     def placeholders(self) -> list[str]:
@@ -129,7 +133,10 @@ def load_workflows(folder: Path) -> list[Workflow]:
     return workflows
 
 
-def attach_triggers(machines: list[CompiledMachine], workflows: list[Workflow]) -> None:
+_NEEDS_WORKFLOW_FILE = (FunctionName.TOOL_STEP, FunctionName.AGENT_STEP)
+
+
+def attach_workflows(machines: list[CompiledMachine], workflows: list[Workflow]) -> None:
     by_name = {m.name: m for m in machines}
     for workflow in workflows:
         machine = by_name.get(workflow.name)
@@ -146,9 +153,17 @@ def attach_triggers(machines: list[CompiledMachine], workflows: list[Workflow]) 
                 f"{workflow.version}: recompile with `switchyard compile`"
             )
         machine.triggers = list(workflow.triggers)
+        machine.workflow = workflow
+    for machine in machines:
+        if machine.workflow is None and any(f in machine.functions for f in _NEEDS_WORKFLOW_FILE):
+            raise CatalogError(
+                f"{machine.path} has tool or agent steps but no file in the workflows folder "
+                f"holds workflow {machine.name}: the stack grants its tools' permissions from "
+                "that file; put the workflow's YAML there"
+            )
 
 
 def load_catalog(statemachines: Path, workflows: Path) -> list[CompiledMachine]:
     machines = load_machines(statemachines)
-    attach_triggers(machines, load_workflows(workflows))
+    attach_workflows(machines, load_workflows(workflows))
     return machines

@@ -1,4 +1,4 @@
-"""The switchyard stack: state, functions, workflows, triggers, API, monitoring."""
+"""The switchyard stack: state, functions, step settings, workflows, triggers, API, monitoring."""
 
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ from infra.constructs.api import Api
 from infra.constructs.functions import Functions
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.state_store import StateStore, schema_migrations
+from infra.constructs.step_settings import StepSettings
 from infra.constructs.triggers import Triggers
 from infra.constructs.workflows import Workflows
-from switchyard.constants import APPROVAL_BASE_URL_ENV, EVENT_BUS_NAME
+from infra.tool_access import derive_tool_access
+from switchyard.constants import EVENT_BUS_NAME
 
 
 class SwitchyardStack(Stack):
@@ -25,14 +27,17 @@ class SwitchyardStack(Stack):
         super().__init__(scope, construct_id, **kwargs)
         self.settings = settings
         machines = load_catalog(settings.statemachines, settings.workflows)
+        access = derive_tool_access((m.workflow for m in machines if m.workflow), settings)
 
         self.store = StateStore(self, "State", settings=settings)
         self.api = Api(self, "Api", settings=settings, store=self.store)
         self.functions = Functions(
             self, "Functions", settings=settings, store=self.store, event_bus_name=EVENT_BUS_NAME
         )
-        self.functions.by_name["approval_notify"].add_environment(
-            APPROVAL_BASE_URL_ENV, f"{self.api.url}/approvals"
+        # No SWITCHYARD_APPROVAL_BASE_URL: no deployed function builds gate links yet (only the
+        # local run report does, as <base>/gates/<id>); approval pages come with approval_api.
+        self.step_settings = StepSettings(
+            self, "StepSettings", settings=settings, functions=self.functions, access=access
         )
         self.migrations = schema_migrations(
             self, settings=settings, function=self.functions.migrate, store=self.store

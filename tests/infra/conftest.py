@@ -4,17 +4,34 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from switchyard.compile import compile_workflow
+from switchyard.source import load_document
 from switchyard.validate import validate_file
 from tests.infra.synth import REPO, Synthesized, make_repository, synthesize
 from tests.scenarios.harness.scenario import Scenario, load_scenario
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SHOWCASE = FIXTURES / "trigger-showcase.yaml"
+TOOL_SHOWCASE = FIXTURES / "tool-showcase.yaml"
 CASES = sorted((REPO / "tests" / "scenarios" / "cases").glob("*.yaml"))
+PLATFORM_CONTEXT = {"switchyard:emailFrom": "Support <support@example.com>"}
+"""The repository's examples send email without `from`: the stack needs a sender."""
+CONFIGURED_CONTEXT: dict[str, Any] = {
+    "switchyard:httpAllowedHosts": ["crm.example.com", "*.example.org"],
+    "switchyard:sqlConnections": {"ledger": "prod/ledger", "unused": "prod/unused"},
+    "switchyard:tenantDailyLimits": {"acme": 50, "default": 200},
+    "switchyard:modelPrices": {"claude-haiku-4-5": {"input": 1.1, "output": 5.5}},
+    "switchyard:emailFrom": "noreply@example.com",
+    "switchyard:toolResources": {
+        "tool-showcase": {"file_report": {"s3.put": ["reports-*/reports/*"]}}
+    },
+}
+"""Every runtime setting, for the tool showcase."""
 
 
 @pytest.fixture(scope="session")
@@ -30,7 +47,20 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     machines[showcase.name] = compile_workflow(showcase).text
     workflows[SHOWCASE.name] = SHOWCASE.read_text()
     root, _ = make_repository(tmp_path_factory.mktemp("platform"), machines, workflows)
-    return synthesize(root)
+    return synthesize(root, **PLATFORM_CONTEXT)
+
+
+@pytest.fixture(scope="session")
+def configured(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """The tool showcase alone, with every runtime setting in context."""
+    workflow = validate_file(TOOL_SHOWCASE).workflow
+    assert workflow is not None
+    root, _ = make_repository(
+        tmp_path_factory.mktemp("configured"),
+        {workflow.name: compile_workflow(workflow).text},
+        {TOOL_SHOWCASE.name: TOOL_SHOWCASE.read_text()},
+    )
+    return synthesize(root, **CONFIGURED_CONTEXT)
 
 
 @pytest.fixture(scope="session")
@@ -42,10 +72,18 @@ def scenarios() -> dict[str, Scenario]:
 def corpus(
     tmp_path_factory: pytest.TempPathFactory, scenarios: dict[str, Scenario]
 ) -> Iterator[Synthesized]:
-    """The scenario corpus (each workflow and its children) compiled into `statemachines/`."""
+    """The scenario corpus (each workflow and its children) compiled into `statemachines/`, their
+    YAML in `workflows/` (a later scenario's workflow of the same name replaces an earlier one's,
+    machine and file alike)."""
     machines: dict[str, str] = {}
-    for scenario in scenarios.values():
-        for workflow in (*scenario.children, scenario.workflow):
+    files: dict[str, str] = {}
+    for path in CASES:
+        scenario, data = scenarios[path.stem], load_document(path.read_text()).data
+        documents = [*data.get("children", []), data["workflow"]]
+        for workflow, document in zip(
+            (*scenario.children, scenario.workflow), documents, strict=True
+        ):
             machines[workflow.name] = compile_workflow(workflow).text
-    root, _ = make_repository(tmp_path_factory.mktemp("corpus"), machines, {})
-    yield synthesize(root)
+            files[f"{workflow.name}.yaml"] = yaml.safe_dump(document, sort_keys=False)
+    root, _ = make_repository(tmp_path_factory.mktemp("corpus"), machines, files)
+    yield synthesize(root, **PLATFORM_CONTEXT)

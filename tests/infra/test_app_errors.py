@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from infra.config import SettingsError
 from infra.constructs.functions import MissingHandlerError
 from infra.constructs.triggers import TriggerError
+from infra.tool_access import ToolAccessError
 from tests.infra.conftest import SHOWCASE
 from tests.infra.synth import REPO, make_repository, synthesize
 
@@ -49,3 +51,26 @@ def test_the_repository_handlers_exist_for_every_declared_function() -> None:
         if not (REPO / "functions" / s.name / "handler.py").is_file()
     ]
     assert missing == []
+
+
+def test_a_tool_whose_resource_is_only_known_at_run_time_fails_the_synth(tmp_path: Path) -> None:
+    text = SHOWCASE.read_text() + (
+        "  file:\n    type: tool\n    after: [answer]\n    tool: s3.put\n"
+        '    args: {bucket: "{{ inputs.text }}", key: k, body: b}\n'
+    )
+    root = _repository(tmp_path, text)
+    with pytest.raises(
+        ToolAccessError,
+        match=r"workflow trigger-showcase, step file \(s3\.put\): its bucket is a template "
+        r"\(\{\{ inputs\.text \}\}\), which is only known at run time; declare the buckets it may "
+        r'write \(bucket, or bucket/key-pattern\) in cdk context: "switchyard:toolResources"',
+    ):
+        synthesize(root)
+    declared = {"trigger-showcase": {"file": {"s3.put": ["shop-uploads/*"]}}}
+    synthesize(root, **{"switchyard:toolResources": declared})
+
+
+def test_a_setting_that_does_not_fit_fails_the_synth_by_name(tmp_path: Path) -> None:
+    root = _repository(tmp_path, SHOWCASE.read_text())
+    with pytest.raises(SettingsError, match=r"sqlConnections\.ledger: looks like a conninfo"):
+        synthesize(root, **{"switchyard:sqlConnections": {"ledger": "postgresql://u:p@db/x"}})

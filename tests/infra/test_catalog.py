@@ -61,3 +61,16 @@ def test_a_file_that_is_not_a_compiled_machine_is_refused(tmp_path: Path) -> Non
     (machines / "other.asl.json").write_text(json.dumps({"StartAt": "a", "States": {}}))
     with pytest.raises(CatalogError, match="not a switchyard machine"):
         load_catalog(machines, workflows)
+
+
+def test_a_machine_with_tool_steps_but_no_workflow_file_is_refused(tmp_path: Path) -> None:
+    machines, workflows = _copy(tmp_path, "customer-support")
+    (workflows / "customer-support.yaml").unlink()
+    with pytest.raises(CatalogError, match="no file in the workflows folder holds workflow"):
+        load_catalog(machines, workflows)
+
+
+def test_each_machine_carries_its_workflow_for_the_tools_permissions() -> None:
+    catalog = {m.name: m for m in load_catalog(REPO / "statemachines", REPO / "workflows")}
+    for name, machine in catalog.items():
+        assert machine.workflow is not None and machine.workflow.name == name
