@@ -3,6 +3,7 @@ that name the setting."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from aws_cdk import App
 
 from infra.config import Settings, SettingsError
+from tests.infra.synth import REPO
 
 
 def settings(tmp_path: Path, **context: Any) -> Settings:
@@ -72,3 +74,17 @@ def test_a_setting_that_does_not_fit_is_refused_by_name(
     with pytest.raises(SettingsError, match=message) as caught:
         settings(tmp_path, **{f"switchyard:{key}": value})
     assert str(caught.value).startswith(f"switchyard:{key}")
+
+
+def test_the_cdk_json_of_the_deploy_guide_is_read_as_documented(tmp_path: Path) -> None:
+    guide = (REPO / "docs" / "deploy.md").read_text()
+    section = guide.split("## Configuring the steps", 1)[1]
+    context = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])["context"]
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "model-prices.yaml").write_text("claude-haiku-4-5: {input: 1.1}\n")
+    found = settings(tmp_path, **context)
+    assert found.sql_connections == {"ledger": "prod/ledger-db"}
+    assert found.model_prices == {"claude-haiku-4-5": {"input": 1.1}}
+    assert found.tool_resources == {
+        "reporting": {"file_report": {"s3.put": ("reports-*/incoming/*",)}}
+    }
