@@ -16,6 +16,12 @@ from typing import Any
 from switchyard.compile.fragments import Exit, Fragment, State
 from switchyard.compile.retry import retriers
 from switchyard.compile.steps.failure import Fallback, catch, failure_path
+from switchyard.compile.steps.linear_retry import (
+    attempts_counter,
+    give_up,
+    loop_catches,
+    wait_loop,
+)
 from switchyard.compile.steps.unit import START_CHILD_SYNC, Unit
 from switchyard.compile.template_paths import parameters_for, render_task
 from switchyard.contract import PARENT_LINK_KEY, state_machine_placeholder
@@ -104,7 +110,9 @@ def sub_workflow(
     timeout = unit.timeout(body)
     if timeout:
         task["TimeoutSeconds"] = timeout
-    task["Retry"] = retriers(unit.retry_policy(body))
+    policy = unit.retry_policy(body)
+    linear = policy.backoff == "linear" and policy.max_attempts > 1
+    task["Retry"] = retriers(policy)  # none for linear: the wait loop below retries
     task_name = block.add(unit.name(), task)
     start = task_name
     if not pure:
@@ -119,11 +127,26 @@ def sub_workflow(
         )
         render["Next"] = task_name
         start = block.add(unit.name("input"), render)
-    if on_error is None:
+    rendering = start if not pure else None
+    if linear:
+        start = attempts_counter(unit, start)
+    if on_error is None:  # inside a map or loop: a failure fails the item (the give-up)
+        if linear:
+            stop = give_up(unit)
+            loop_start, decide = wait_loop(unit, policy, task_name)
+            decide["Default"] = stop
+            task["Catch"] = loop_catches(policy, loop_start, stop)[0]
         return Fragment(start, [Exit(task)])
     failure = failure_path(unit, resume=start, on_error=on_error, fallback=fallback)
-    catches: list[dict[str, Any]] = [catch(["States.ALL"], failure.start)]
+    catches: list[dict[str, Any]] = []
+    caught_all = False
+    if linear:
+        loop_start, decide = wait_loop(unit, policy, task_name)
+        decide["Default"] = failure.start
+        catches, caught_all = loop_catches(policy, loop_start, failure.start)
+    if not caught_all:
+        catches.append(catch(["States.ALL"], failure.start))
     task["Catch"] = catches
-    if not pure:
-        block.states[start]["Catch"] = [catch(["States.ALL"], failure.start)]
+    if rendering is not None:
+        block.states[rendering]["Catch"] = [catch(["States.ALL"], failure.start)]
     return Fragment(start, [Exit(task), *failure.exits])

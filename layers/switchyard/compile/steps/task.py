@@ -5,17 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from switchyard.compile.fragments import Exit, Fragment, State
-from switchyard.compile.retry import linear_delays, retried_error_names, retriers
+from switchyard.compile.retry import retriers
 from switchyard.compile.steps.failure import (
-    ERROR_PATH,
     Fallback,
     budget_and_human_catches,
     catch,
     failure_path,
 )
+from switchyard.compile.steps.linear_retry import (
+    attempts_counter,
+    give_up,
+    loop_catches,
+    wait_loop,
+)
 from switchyard.compile.steps.unit import LAMBDA_INVOKE, LOOP_RESULT, Unit, function, step_config
 from switchyard.contract import FunctionName
-from switchyard.model import AgentBody, LlmRouter, OnError, RetryPolicy, SideEffect, ToolBody
+from switchyard.model import AgentBody, LlmRouter, OnError, SideEffect, ToolBody
 from switchyard.model.builtin_tools import BUILTIN_TOOLS
 
 Body = AgentBody | ToolBody | LlmRouter
@@ -109,70 +114,25 @@ def lambda_step(
     task_name = block.add(unit.name(), task)
     start = task_name
     if linear:
-        counter: State = {
-            "Type": "Pass",
-            "Result": {"status": "running", "retries": 0},
-            "ResultPath": unit.record_path,
-            "Next": task_name,
-        }
-        start = block.add(unit.name("attempts"), counter)
+        start = attempts_counter(unit, task_name)
     task["Retry"] = retriers(policy, side_effect)
     catches = budget_and_human_catches(unit, start, can_need_human=can_need_human(body))
-    decide: State | None = None
-    if linear:
-        loop_start, decide = _wait_loop(unit, policy, task_name)
-        catches.append(catch(retried_error_names(policy), loop_start))
-    if on_error is None:
+    if on_error is None:  # inside a map or loop: a failure fails the item (the give-up)
+        if linear:
+            stop = give_up(unit)
+            loop_start, decide = wait_loop(unit, policy, task_name)
+            decide["Default"] = stop
+            catches += loop_catches(policy, loop_start, stop)[0]
         task["Catch"] = catches
-        if decide is not None:
-            decide["Default"] = block.add(
-                unit.name("give up"),
-                {
-                    "Type": "Fail",
-                    "ErrorPath": f"{ERROR_PATH}.Error",
-                    "CausePath": f"{ERROR_PATH}.Cause",
-                },
-            )
         return Fragment(start, [Exit(task)])
     failure = failure_path(unit, resume=start, on_error=on_error, fallback=fallback)
-    catches.append(catch(["States.ALL"], failure.start))
-    task["Catch"] = catches
-    if decide is not None:
+    caught_all = False
+    if linear:
+        loop_start, decide = wait_loop(unit, policy, task_name)
         decide["Default"] = failure.start
+        looping, caught_all = loop_catches(policy, loop_start, failure.start)
+        catches += looping
+    if not caught_all:
+        catches.append(catch(["States.ALL"], failure.start))
+    task["Catch"] = catches
     return Fragment(start, [Exit(task), *failure.exits])
-
-
-def _wait_loop(unit: Unit, policy: RetryPolicy, task_name: str) -> tuple[str, State]:
-    """Linear backoff: count the retry, wait min(base * (n+1), max) (jittered), try again.
-
-    Returns the loop's first state and its Choice, whose Default (retries exhausted) the caller
-    sets."""
-    block = unit.block
-    delays = linear_delays(policy)
-    ceilings = ", ".join(str(d + 1 if policy.jitter == "full" else d) for d in delays)
-    pick = f"States.ArrayGetItem(States.Array({ceilings}), {unit.record_path}.retries)"
-    delay = f"States.MathRandom(0, {pick})" if policy.jitter == "full" else pick
-    wait: State = {"Type": "Wait", "SecondsPath": f"{unit.record_path}.delay", "Next": task_name}
-    wait_name = block.add(unit.name("backoff"), wait)
-    count: State = {
-        "Type": "Pass",
-        "Parameters": {
-            "status": "running",
-            "retries.$": f"States.MathAdd({unit.record_path}.retries, 1)",
-            "delay.$": delay,
-        },
-        "ResultPath": unit.record_path,
-        "Next": wait_name,
-    }
-    count_name = block.add(unit.name("count retry"), count)
-    decide: State = {
-        "Type": "Choice",
-        "Choices": [
-            {
-                "Variable": f"{unit.record_path}.retries",
-                "NumericLessThan": policy.max_attempts - 1,
-                "Next": count_name,
-            }
-        ],
-    }
-    return block.add(unit.name("retry?"), decide), decide
