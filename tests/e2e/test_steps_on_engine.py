@@ -100,3 +100,28 @@ def test_a_maps_budget_is_shared_by_its_items(env: dict[str, str], tmp_path: Pat
     # budget, did not fit, and no third item started.
     assert shown["cost_usd"] == 0.0045
     assert shown["steps"]["each"]["status"] == "failed"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the engine must hand a failed task's Cause to RunRecorder.task_result "
+    "(engine.py: task_result(..., outcome.value, cause=outcome.cause))",
+)
+def test_a_failed_attempts_spend_counts_in_the_step_and_run_totals(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    script = tmp_path / "script.yaml"
+    script.write_text(
+        "classify:\n"
+        "  - {text: not json, input_tokens: 1000, output_tokens: 100}\n"
+        '  - {text: \'{"label": "billing"}\', input_tokens: 1000, output_tokens: 100}\n'
+    )
+    code, shown = run(env, "retried-agent", "--llm-script", str(script))
+    assert code == 0, shown
+    classify = shown["steps"]["classify"]
+    assert classify["attempts"] == 2 and classify["output"] == {"label": "billing"}
+    # Two calls of claude-haiku-4-5, 1,000 in and 100 out each: $0.0015 apiece, both paid.
+    assert classify["cost_usd"] == 0.003
+    assert classify["tokens"] == {"input": 2000, "output": 200}
+    assert shown["cost_usd"] == 0.003
+    assert shown["tokens"] == {"input": 2000, "output": 200}

@@ -103,11 +103,7 @@ def read_cause(cause: object) -> tuple[str, int | None]:
     """
     if cause is None:
         return "", None
-    detail: Any = cause
-    if isinstance(cause, str):
-        detail = _json_or_text(cause)
-    if isinstance(detail, dict) and isinstance(detail.get("errorMessage"), str):
-        detail = _json_or_text(detail["errorMessage"])
+    detail = _unwrapped(cause)
     if not isinstance(detail, dict):
         return (detail if isinstance(detail, str) else json.dumps(detail)), None
     attempts = detail.get("attempts")
@@ -123,6 +119,29 @@ def read_cause(cause: object) -> tuple[str, int | None]:
         message, _ = read_cause(detail.get("Cause"))
         return message or str(detail.get("Error") or ""), None
     return json.dumps(detail, ensure_ascii=False), reported
+
+
+def read_spend(cause: object) -> dict[str, Any] | None:
+    """What a failed attempt of an agent or router spent on models, as its function reported it
+    in the error's cause: `{cost_usd, usage, attempts}`; None when it reported nothing."""
+    detail = _unwrapped(cause)
+    if not isinstance(detail, dict) or not isinstance(detail.get("cost_usd"), int | float):
+        return None
+    usage = detail.get("usage")
+    return {
+        "cost_usd": detail["cost_usd"],
+        "usage": usage if isinstance(usage, dict) else {},
+        "attempts": detail.get("attempts"),
+    }
+
+
+def _unwrapped(cause: object) -> Any:
+    """A Cause as data: Lambda's error JSON opened, and its `errorMessage` (our functions'
+    cause JSON) opened in turn."""
+    detail: Any = _json_or_text(cause) if isinstance(cause, str) else cause
+    if isinstance(detail, dict) and isinstance(detail.get("errorMessage"), str):
+        detail = _json_or_text(detail["errorMessage"])
+    return detail
 
 
 def _json_or_text(text: str) -> Any:

@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 
 from switchyard.contract import error_type_of
+from switchyard.contract.errors import read_spend
 from switchyard.engine.interpreter import Execution, ExecutionStatus, TaskRequest, Transition
 from switchyard.engine.store.codec import json_text
 
@@ -94,8 +95,17 @@ class RunRecorder:
         if transition.finished:
             self._finished(execution)
 
-    def task_result(self, execution: Execution, request: TaskRequest, ok: bool, value: Any) -> None:
-        """A step function returned: count its cost and tokens; a gate closed: run again."""
+    def task_result(
+        self,
+        execution: Execution,
+        request: TaskRequest,
+        ok: bool,
+        value: Any,
+        *,
+        cause: str | None = None,
+    ) -> None:
+        """A step function returned: count its cost and tokens, or those a failed attempt
+        reported in its error's `cause`; a gate closed: run again."""
         if workflow_of(execution) is None:
             return
         payload = _payload(request)
@@ -109,9 +119,14 @@ class RunRecorder:
                 (execution.id,),
             )
             return
-        if not ok or _function(request) not in _STEP_FUNCTIONS or not isinstance(value, dict):
+        if _function(request) not in _STEP_FUNCTIONS:
             return
-        result = value.get("Payload") if "Payload" in value else value
+        if ok:
+            result = (
+                value.get("Payload") if isinstance(value, dict) and "Payload" in value else value
+            )
+        else:
+            result = read_spend(cause)
         if not isinstance(result, dict):
             return
         usage = result.get("usage") or {}
@@ -138,7 +153,7 @@ class RunRecorder:
             (execution.id, step_id, item, int(result.get("attempts") or 1), cost, tokens_in,
              tokens_out, cached, usage.get("model"), usage.get("provider")),
         )  # fmt: skip
-        if item:  # a map item or loop iteration: it finished, the step record comes later
+        if item and ok:  # a map item or loop iteration: it finished, the step record comes later
             self._conn.execute(
                 "UPDATE task_runs SET status = 'completed', output = %s::jsonb, ended_at = now()"
                 " WHERE execution_id = %s AND step_id = %s AND item = %s",

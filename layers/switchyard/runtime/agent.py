@@ -26,7 +26,7 @@ from switchyard.contract import StepInvocation, StepResult, Usage
 from switchyard.model import AgentBody
 from switchyard.runtime.budgets import BudgetGuard
 from switchyard.runtime.clock import Deadline
-from switchyard.runtime.errors import InvalidOutputError, PermanentError
+from switchyard.runtime.errors import InvalidOutputError, PermanentError, Spend, StepError
 from switchyard.runtime.providers import (
     CallKey,
     ContentBlock,
@@ -74,6 +74,12 @@ class UsageTotal:
         if usage.model is not None:
             self.models.append(usage.model)
         self.provider = usage.provider or self.provider
+
+    def spend(self) -> Spend | None:
+        """What the calls cost, as a failed attempt reports it; None when none was paid for."""
+        if not self.models:
+            return None
+        return Spend(cost_usd=float(self.cost), usage=self.usage())
 
     def usage(self) -> Usage:
         return Usage(
@@ -163,6 +169,9 @@ class AgentRun:
             lambda_context=lambda_context,
         )
         self.total = UsageTotal()
+        """What this attempt counts: its own calls, and journaled turns no attempt reported."""
+        self.journaled: list[int] = []
+        """Journaled turns whose cost is in `total`."""
         self.names = {_api_name(name): name for name in self.step.tools}
 
     def key(self, turn: int) -> CallKey:
@@ -211,6 +220,18 @@ class AgentRun:
         return response
 
     def run(self) -> StepResult:
+        """The attempt's result; a failure leaves with what the attempt spent (`spent`)."""
+        try:
+            return self._run()
+        except StepError as error:
+            error.spent = self.total.spend()
+            if error.spent is not None and self.journaled:
+                # Their cost leaves with this error: the attempt that replays them must not
+                # count them again.
+                self.services.journal.mark_reported(self.invocation.idempotency_key, self.journaled)
+            raise
+
+    def _run(self) -> StepResult:
         self.guard.check_priced([self.model, *self.step.fallback_models])
         self.guard.start_attempt()
         context = context_for(self.invocation, self.services)
@@ -227,11 +248,14 @@ class AgentRun:
             entry = recorded.get(turn)
             if entry is not None:
                 response = ModelResponse.from_json(entry["response"])
-                self.total.add(response.usage, self.services.catalog.cost_usd(response.usage))
+                if not entry.get("reported"):  # paid by an attempt that could not report it
+                    self.total.add(response.usage, self.services.catalog.cost_usd(response.usage))
+                    self.journaled.append(turn)
             else:
                 response = self.ask(messages, system, turn)
                 if response.tool_uses:
                     journal.put_turn(step_key, turn, response.to_json())
+                    self.journaled.append(turn)
                     entry = {"results": {}}
             if not response.tool_uses:
                 return self.answer(response)

@@ -8,10 +8,20 @@ Each class says whether a retry can help, and `RateLimitedError` carries how lon
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from switchyard.contract import HumanRequest, StepErrorName
+from switchyard.contract import HumanRequest, StepErrorName, Usage
 from switchyard.contract.errors import lambda_error
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    """What an attempt spent on models before it failed: the `cost_usd` and `usage` a result
+    would have carried."""
+
+    cost_usd: float
+    usage: Usage
 
 
 class StepError(Exception):
@@ -23,6 +33,8 @@ class StepError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+        self.spent: Spend | None = None
+        """Set by the step runner when the failed attempt had paid for model calls."""
 
     def cause(self) -> dict[str, Any]:
         """What the machine sees as the error's `Cause` (JSON in the Lambda error message)."""
@@ -36,10 +48,15 @@ class StepError(Exception):
         """What a handler raises: Lambda names the `errorType` after the exception's class, so
         this is an exception whose class is named `self.name`, with the cause as its message.
         `attempt` (the attempt that failed) goes into the cause as `attempts`: a failed step's
-        record reads it there, since Step Functions does not say how often a Task was tried."""
+        record reads it there, since Step Functions does not say how often a Task was tried.
+        What the attempt spent goes in as `cost_usd` and `usage`, so that run totals count
+        failed attempts too."""
         cause = self.cause()
         if attempt is not None:
             cause["attempts"] = attempt
+        if self.spent is not None:
+            cause["cost_usd"] = self.spent.cost_usd
+            cause["usage"] = self.spent.usage.model_dump(mode="json")
         return lambda_error(str(self.name), json.dumps(cause))
 
 

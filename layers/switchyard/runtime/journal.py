@@ -5,11 +5,16 @@ dies. When the step runs again it replays the journal instead of asking the mode
 call a person approved is the call that runs (a fresh answer could differ), finished tools are not
 run twice, and tokens are not paid twice. Only turns that asked for tools are kept: a final answer
 that failed (say, invalid JSON) is asked for again on the next attempt.
+
+A turn is `reported` once a failed attempt has reported its cost (in its error's cause): the
+attempt that replays it does not count it again. A turn paid for by an attempt that could not
+report (the process died) is counted by the attempt that replays it.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from psycopg.types.json import Jsonb
@@ -25,6 +30,10 @@ class TurnJournal(Protocol):
 
     def put_result(self, step_key: str, turn: int, tool_use_id: str, result: Any) -> None: ...
 
+    def mark_reported(self, step_key: str, turns: Sequence[int]) -> None:
+        """The cost of these turns has been reported by the attempt that paid for them."""
+        ...
+
 
 class InMemoryTurnJournal:
     def __init__(self) -> None:
@@ -34,7 +43,7 @@ class InMemoryTurnJournal:
     def turns(self, step_key: str) -> dict[int, dict[str, Any]]:
         with self._lock:
             return {
-                turn: {"response": e["response"], "results": dict(e["results"])}
+                turn: {**e, "results": dict(e["results"])}
                 for turn, e in self._entries.get(step_key, {}).items()
             }
 
@@ -47,6 +56,13 @@ class InMemoryTurnJournal:
     def put_result(self, step_key: str, turn: int, tool_use_id: str, result: Any) -> None:
         with self._lock:
             self._entries[step_key][turn]["results"][tool_use_id] = result
+
+    def mark_reported(self, step_key: str, turns: Sequence[int]) -> None:
+        with self._lock:
+            for turn in turns:
+                entry = self._entries.get(step_key, {}).get(turn)
+                if entry is not None:
+                    entry["reported"] = True
 
 
 class PostgresTurnJournal:
@@ -76,4 +92,13 @@ class PostgresTurnJournal:
                 "UPDATE agent_turns SET entry = jsonb_set(entry, ARRAY['results', %s], %s)"
                 " WHERE step_key = %s AND turn = %s",
                 (tool_use_id, Jsonb(result), step_key, turn),
+            )
+
+    def mark_reported(self, step_key: str, turns: Sequence[int]) -> None:
+        if not turns:
+            return
+        with self._pool.connection() as conn:
+            conn.execute(
+                "UPDATE agent_turns SET entry = entry || %s WHERE step_key = %s AND turn = ANY(%s)",
+                (Jsonb({"reported": True}), step_key, list(turns)),
             )

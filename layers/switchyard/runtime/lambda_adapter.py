@@ -21,7 +21,7 @@ from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from switchyard.constants import METRICS_NAMESPACE, Metric, MetricDimension
 from switchyard.contract import StepInvocation, StepResult
-from switchyard.runtime.errors import StepError
+from switchyard.runtime.errors import Spend, StepError
 from switchyard.runtime.services import StepServices
 
 StepRunner = Callable[[StepInvocation, StepServices, Any], StepResult]
@@ -62,14 +62,17 @@ def step_handler(function: str, run: StepRunner) -> Handler:
         logger.append_keys(run_id=invocation.context.run.id, step_id=invocation.step_id)
         started = time.perf_counter()
         result: StepResult | None = None
+        spent: Spend | None = None
         try:
             result = run(invocation, step_services(), context)
+            spent = Spend(result.cost_usd, result.usage) if result.usage is not None else None
         except StepError as error:
+            spent = error.spent
             logger.warning("the step failed", extra={"error_type": str(error.name)})
             raise error.as_lambda_exception(attempt=invocation.attempt) from None
         finally:
             elapsed_ms = (time.perf_counter() - started) * 1000
-            publish_metrics(metrics, invocation, result, elapsed_ms)
+            publish_metrics(metrics, invocation, elapsed_ms, ok=result is not None, spent=spent)
         return result.model_dump(mode="json")
 
     decorated: Handler = handler  # Powertools' decorators are untyped
@@ -77,9 +80,15 @@ def step_handler(function: str, run: StepRunner) -> Handler:
 
 
 def publish_metrics(
-    metrics: Metrics, invocation: StepInvocation, result: StepResult | None, elapsed_ms: float
+    metrics: Metrics,
+    invocation: StepInvocation,
+    elapsed_ms: float,
+    *,
+    ok: bool,
+    spent: Spend | None,
 ) -> None:
-    """Publish one attempt's duration, and its cost and tokens when it succeeded, as EMF.
+    """Publish one attempt's duration; its cost when it succeeded or spent before it failed; and
+    its tokens when it called models (`spent`), as EMF.
 
     Nothing is added while metrics are disabled (the local engine disables them): Powertools
     keeps one metric set per process and, disabled, never clears it, and once a metric holds 100
@@ -88,14 +97,15 @@ def publish_metrics(
         return
     metrics.add_dimension(name=MetricDimension.WORKFLOW, value=invocation.workflow.name)
     metrics.add_metric(name=Metric.STEP_DURATION, unit=MetricUnit.Milliseconds, value=elapsed_ms)
-    if result is not None:
-        metrics.add_metric(name=Metric.COST_USD, unit=MetricUnit.NoUnit, value=result.cost_usd)
-        if result.usage is not None:
-            usage = result.usage
-            metrics.add_metric(
-                name=Metric.INPUT_TOKENS, unit=MetricUnit.Count, value=usage.input_tokens
-            )
-            metrics.add_metric(
-                name=Metric.OUTPUT_TOKENS, unit=MetricUnit.Count, value=usage.output_tokens
-            )
+    if ok or spent is not None:
+        cost = spent.cost_usd if spent is not None else 0.0
+        metrics.add_metric(name=Metric.COST_USD, unit=MetricUnit.NoUnit, value=cost)
+    if spent is not None:
+        usage = spent.usage
+        metrics.add_metric(
+            name=Metric.INPUT_TOKENS, unit=MetricUnit.Count, value=usage.input_tokens
+        )
+        metrics.add_metric(
+            name=Metric.OUTPUT_TOKENS, unit=MetricUnit.Count, value=usage.output_tokens
+        )
     metrics.flush_metrics()

@@ -16,7 +16,7 @@ from switchyard.model import LlmRouter
 from switchyard.runtime.agent import UsageTotal, parse_json_answer
 from switchyard.runtime.budgets import BudgetGuard
 from switchyard.runtime.clock import Deadline
-from switchyard.runtime.errors import InvalidOutputError, PermanentError
+from switchyard.runtime.errors import InvalidOutputError, PermanentError, StepError
 from switchyard.runtime.providers import CallKey, ModelRequest, call_model
 from switchyard.runtime.rendering import render_text
 from switchyard.runtime.services import StepServices
@@ -89,10 +89,14 @@ def run_llm_router(
         raise
     total = UsageTotal()
     total.add(response.usage, guard.settle(reservation, response.usage))
-    output = decide(
-        router, response.structured if response.structured is not None else response.text
-    )
-    return finish(invocation, services, output, cost=total.cost, usage=total.usage())
+    try:
+        output = decide(
+            router, response.structured if response.structured is not None else response.text
+        )
+        return finish(invocation, services, output, cost=total.cost, usage=total.usage())
+    except StepError as error:  # the call was paid for: the failure reports it
+        error.spent = total.spend()
+        raise
 
 
 def default_subject(invocation: StepInvocation, context: dict[str, Any]) -> dict[str, Any]:

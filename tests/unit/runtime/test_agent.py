@@ -325,6 +325,10 @@ def test_an_approved_call_runs_with_exactly_the_approved_arguments_after_replay(
         run_agent_step(inv, services)
     request = info.value.request
     assert (request.kind, request.args) == ("tool_approval", {"order_id": "A-17", "amount": 120})
+    # The first turn was paid for: the failed attempt reports it.
+    assert info.value.spent is not None
+    assert info.value.spent.usage.input_tokens == 100
+    assert Decimal(str(info.value.spent.cost_usd)) == Decimal(100 * 3 + 10 * 15) / 1_000_000
     services.tools.decisions.record(
         inv.context.run.id,
         request.call_id or "",
@@ -335,9 +339,11 @@ def test_an_approved_call_runs_with_exactly_the_approved_arguments_after_replay(
     result = run_agent_step(retried(inv, 1), services)
     assert REFUNDS[before:] == [{"order_id": "A-17", "amount": 100}]
     assert result.output == {"text": "Refunded."}
-    # The model was not asked the first turn again: its answer came from the journal.
+    # The model was not asked the first turn again: its answer came from the journal, and its
+    # cost, which the failed attempt reported, is not counted twice.
     assert len(fake.requests) == 2
-    assert result.usage is not None and result.usage.input_tokens == 300
+    assert result.usage is not None and result.usage.input_tokens == 200
+    assert Decimal(str(result.cost_usd)) == Decimal(200 * 3 + 5 * 15) / 1_000_000
 
 
 def test_agent_with_a_scripted_model_in_a_map() -> None:
@@ -516,3 +522,41 @@ def test_a_call_that_fails_before_it_is_sent_leaves_no_reservation_open(
         run_agent_step(inv, services_for(fake, ledger=ledger))
     assert ledger.open_reservations(inv.idempotency_key) == []
     assert ledger.totals(Scope("run", inv.context.run.id)).reserved_micros == 0
+
+
+class Crash(BaseException):
+    """The process dies: nothing of ours runs after it."""
+
+
+def crash_once(order_id: str) -> dict[str, Any]:
+    if not CRASHED:
+        CRASHED.append(order_id)
+        raise Crash
+    return {"order_id": order_id, "status": "delivered"}
+
+
+CRASHED: list[str] = []
+
+
+def test_turns_an_attempt_could_not_report_are_counted_by_the_attempt_that_replays_them() -> None:
+    fake = FakeClaude()
+    fake.queue(
+        "claude-sonnet-4-5",
+        ok(tool_use("lookup", {"order_id": "A-3"}, input_tokens=100, output_tokens=10)),
+        ok(text_message("Delivered.", input_tokens=200, output_tokens=5)),
+    )
+    defs = {
+        "lookup": python_tool(
+            "crash_once",
+            {"type": "object", "properties": {"order_id": {"type": "string"}}},
+            side_effect="none",
+        )
+    }
+    services = services_for(fake)
+    inv = invocation("research", agent(tools=["lookup"], tool_defs=defs), inputs={"body": "x"})
+    with pytest.raises(Crash):
+        run_agent_step(inv, services)  # dies after paying for the first turn, reporting nothing
+    result = run_agent_step(retried(inv, 1), services)
+    assert result.output == {"text": "Delivered."}
+    assert len(fake.requests) == 2  # the first turn was replayed, not asked again
+    assert result.usage is not None and result.usage.input_tokens == 300

@@ -144,3 +144,45 @@ def test_with_metrics_disabled_as_the_local_engine_runs_steps_nothing_reaches_st
     handler_module("tool_step").handler(event, context("tool_step"))
     record = emitted_metrics(capsys.readouterr().out)
     assert len(record["StepDuration"]) == 1  # nothing kept from the disabled invocations
+
+
+def test_a_failed_attempt_reports_what_it_spent_in_its_error_and_its_metrics(
+    environment: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The model answered (and was paid) but not with JSON: the attempt fails invalid_output,
+    and its cost must still reach the run's totals and CloudWatch."""
+    from switchyard.contract.errors import read_spend
+
+    environment.write_text(
+        "classify:\n  - {text: not json, input_tokens: 1000, output_tokens: 50}\n"
+    )
+    schema = {"type": "object", "properties": {"label": {"type": "string"}}}
+    step = {**AGENT, "output_schema": schema}
+    event = invocation("classify", step, inputs={"body": "x"}).model_dump(mode="json")
+
+    with pytest.raises(Exception) as raised:
+        handler_module("agent_step").handler(event, context("agent_step"))
+
+    assert type(raised.value).__name__ == "invalid_output"
+    cause = json.loads(str(raised.value))
+    assert cause["cost_usd"] == pytest.approx((1000 * 3 + 50 * 15) / 1e6)
+    assert cause["usage"]["input_tokens"] == 1000 and cause["usage"]["output_tokens"] == 50
+    assert cause["usage"]["model"] == "claude-sonnet-4-5"
+    # What the engine's run records read from the Cause that Lambda wraps around it.
+    lambda_cause = json.dumps({"errorMessage": str(raised.value), "errorType": "invalid_output"})
+    assert read_spend(lambda_cause) == {
+        "cost_usd": cause["cost_usd"],
+        "usage": cause["usage"],
+        "attempts": 1,
+    }
+    record = emitted_metrics(capsys.readouterr().out)
+    assert record["StepCostUSD"] == [pytest.approx(cause["cost_usd"])]
+    assert record["InputTokens"] == [1000.0] and record["OutputTokens"] == [50.0]
+
+
+def test_a_failed_attempt_that_spent_nothing_reports_no_spend(environment: Path) -> None:
+    environment.write_text("draft:\n  - {error: transient, message: down}\n")
+    event = invocation("draft", AGENT, inputs={"body": "x"}).model_dump(mode="json")
+    with pytest.raises(Exception) as raised:
+        handler_module("agent_step").handler(event, context("agent_step"))
+    assert "cost_usd" not in json.loads(str(raised.value))

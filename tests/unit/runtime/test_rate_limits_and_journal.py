@@ -64,3 +64,15 @@ def test_journal_keeps_turns_and_tool_results(journal: TurnJournal) -> None:
         0: {"response": response, "results": {"t1": {"content": '{"ok": true}'}}}
     }
     assert journal.turns("run-other:agent") == {}
+
+
+def test_journal_marks_turns_whose_cost_was_reported(journal: TurnJournal) -> None:
+    key = f"run-{uuid.uuid4().hex[:6]}:agent"
+    for turn in (0, 1, 2):
+        journal.put_turn(key, turn, {"content": [], "stop_reason": "tool_use"})
+    journal.put_result(key, 1, "t1", {"content": "ok"})
+    journal.mark_reported(key, [0, 1])
+    journal.mark_reported(key, [])
+    turns = journal.turns(key)
+    assert [bool(turns[t].get("reported")) for t in (0, 1, 2)] == [True, True, False]
+    assert turns[1]["results"] == {"t1": {"content": "ok"}}
