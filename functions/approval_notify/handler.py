@@ -13,7 +13,8 @@ from aws_lambda_powertools import Logger
 
 from switchyard.contract import GateRequest
 from switchyard.gates import GateStore, open_gate
-from switchyard.runtime.wiring import database_pool
+from switchyard.runtime.large_outputs import lazy_resolver
+from switchyard.runtime.wiring import database_pool, output_stores
 
 logger = Logger(
     service="switchyard.approval_notify", logger_handler=logging.StreamHandler(sys.stderr)
@@ -31,7 +32,7 @@ def _store() -> GateStore:
 @logger.inject_lambda_context(log_event=False)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request = GateRequest.model_validate(event)
-    gate = open_gate(request, _store())
+    gate = open_gate(request, _store(), resolver=lazy_resolver(output_stores))
     logger.info(
         "gate open",
         extra={

@@ -125,3 +125,16 @@ def test_a_failed_attempts_spend_counts_in_the_step_and_run_totals(
     assert classify["tokens"] == {"input": 2000, "output": 200}
     assert shown["cost_usd"] == 0.003
     assert shown["tokens"] == {"input": 2000, "output": 200}
+
+
+def test_the_workflows_outputs_read_a_large_output_back(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    script = tmp_path / "script.yaml"
+    script.write_text(
+        json.dumps({"write": [{"text": "Once " + "x" * 40_000, "output_tokens": 10_000}]})
+    )
+    code, shown = run(env, "large-output", "--llm-script", str(script))
+    assert code == 0, shown
+    assert "$switchyard_ref" in json.dumps(shown["steps"]["write"]["output"])
+    assert shown["output"] == {"length": 40_005, "head": "Once "}

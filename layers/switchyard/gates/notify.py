@@ -16,7 +16,7 @@ from typing import Any
 from switchyard.contract import GateKind, GateRequest
 from switchyard.gates.model import Gate
 from switchyard.gates.store import GateStore
-from switchyard.runtime.rendering import render, render_text, template_context
+from switchyard.runtime.rendering import Resolver, render, render_text, template_context
 from switchyard.stores.audit import redact
 
 Notifier = Callable[[Gate], dict[str, Any]]
@@ -29,7 +29,10 @@ def open_gate(
     *,
     notifiers: Mapping[str, Notifier] | None = None,
     now: datetime | None = None,
+    resolver: Resolver | None = None,
 ) -> Gate:
+    """Record the gate and notify its channels. `resolver` reads large outputs of the context
+    back, so that `message` and `show` show the values, not references to them."""
     moment = now or datetime.now(UTC)
     config = request.gate or {}
     message: str | None = None
@@ -41,6 +44,7 @@ def open_gate(
             after=list(config.get("after", [])),
             merge=str(config.get("merge", "by_step")),
             step_input=config.get("input") or None,
+            resolver=resolver,
         )
         message = render_text(config.get("message", ""), context)
         rendered = render(config.get("show", {}), context)

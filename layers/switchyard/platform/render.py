@@ -1,11 +1,16 @@
 """render: templates that JSONPath cannot express (sub-workflow inputs, map items, outputs),
 rendered against a step's context; a template error leaves as `template`.
 
+Large outputs in the context are read back first, as the step functions do, so templates see the
+values, not the references. Only then does render reach a store (S3 or the run database, from
+`runtime.wiring.output_stores`); otherwise it is pure.
+
 A request that names a `helper` runs one of the machine's other helpers instead (a failed step's
 error, a deadline, an output check: `switchyard.platform.helpers`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from switchyard.contract import RenderRequest, RenderResult, StepErrorName
@@ -14,12 +19,17 @@ from switchyard.contract.helpers import DeadlineRequest, FailureRequest, OutputC
 from switchyard.contract.payloads import Wire
 from switchyard.platform import helpers
 from switchyard.runtime.errors import StepError, TemplateRenderError
-from switchyard.runtime.rendering import render, template_context
+from switchyard.runtime.large_outputs import OutputNotFoundError, OutputStore, lazy_resolver
+from switchyard.runtime.rendering import Resolver, render, template_context
 
 
-def render_request(request: RenderRequest) -> RenderResult:
+def render_request(request: RenderRequest, *, resolver: Resolver | None = None) -> RenderResult:
+    """The rendered templates; `resolver` reads large outputs of the context back."""
     context = template_context(
-        request.context, after=request.after, merge=request.merge or "by_step"
+        request.context,
+        after=request.after,
+        merge=request.merge or "by_step",
+        resolver=resolver,
     )
     value = render(request.templates, context)
     extra = getattr(request, "extra", None)
@@ -34,10 +44,22 @@ def handle(event: dict[str, Any]) -> dict[str, Any]:
         return _helper(str(helper), event)
     request = RenderRequest.model_validate(event)
     try:
-        result = render_request(request)
+        result = render_request(request, resolver=lazy_resolver(_output_stores))
     except TemplateRenderError as exc:
         raise lambda_error(StepErrorName.TEMPLATE, str(exc)) from None
+    except OutputNotFoundError as exc:
+        raise lambda_error(
+            StepErrorName.PERMANENT, f"a large output could not be read: {exc.args[0]}"
+        ) from None
     return result.model_dump(mode="json")
+
+
+def _output_stores() -> Mapping[str, OutputStore]:
+    """The process's stores, imported only when a context holds a reference: the wiring (and the
+    step runtime behind it) is not loaded by a render that needs no store."""
+    from switchyard.runtime.wiring import output_stores
+
+    return output_stores()
 
 
 def _helper(name: str, event: dict[str, Any]) -> dict[str, Any]:

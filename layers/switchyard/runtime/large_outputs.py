@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 from psycopg_pool import ConnectionPool
@@ -205,18 +205,36 @@ def _store(value: Any, store: OutputStore, key_prefix: str) -> dict[str, Any]:
 
 def resolve(value: Any, store: OutputStore) -> Any:
     """`value` with every reference replaced by what it points to, recursively."""
+    return resolve_in({store.name: store}, value)
+
+
+def resolve_in(stores: Mapping[str, OutputStore], value: Any) -> Any:
+    """`value` with every reference replaced by what it points to, each read from the store its
+    reference names (`s3`, `postgres`)."""
     if is_ref(value):
         ref = value[OUTPUT_REF_KEY]
-        if ref.get("store") != store.name:
+        store = stores.get(str(ref.get("store")))
+        if store is None:
+            readable = ", ".join(repr(name) for name in stores) or "none"
             raise OutputNotFoundError(
-                f"reference to store {ref.get('store')!r} cannot be read from {store.name!r}"
+                f"reference to store {ref.get('store')!r} cannot be read here (stores: {readable})"
             )
-        return resolve(json.loads(store.get(str(ref["key"]))), store)
+        return resolve_in(stores, json.loads(store.get(str(ref["key"]))))
     if isinstance(value, dict):
-        return {key: resolve(item, store) for key, item in value.items()}
+        return {key: resolve_in(stores, item) for key, item in value.items()}
     if isinstance(value, list):
-        return [resolve(item, store) for item in value]
+        return [resolve_in(stores, item) for item in value]
     return value
+
+
+def lazy_resolver(stores: Callable[[], Mapping[str, OutputStore]]) -> Callable[[Any], Any]:
+    """A resolver that asks for the stores only when a value holds a reference: a function
+    whose context holds none (most renders and gates) reaches no store and no network."""
+
+    def resolver(value: Any) -> Any:
+        return resolve_in(stores(), value) if contains_ref(value) else value
+
+    return resolver
 
 
 def contains_ref(value: Any) -> bool:

@@ -32,6 +32,7 @@ from switchyard.constants import (
     OUTPUT_BUCKET_ENV,
     POOL_SIZE_ENV,
 )
+from switchyard.runtime.large_outputs import OutputStore
 from switchyard.runtime.services import StepServices
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,11 @@ class BuiltOnce(Generic[T]):
                 if not self._built:
                     self._built.append(self._build())
         return self._built[0]
+
+    @property
+    def built(self) -> bool:
+        """Whether the result has been built (and not forgotten since)."""
+        return bool(self._built)
 
     def cache_clear(self) -> None:
         """Forget the result (tests that change the environment); the next call builds anew."""
@@ -93,6 +99,24 @@ def database_pool() -> ConnectionPool | None:
     return ConnectionPool(
         conninfo, min_size=1, max_size=size, open=True, kwargs={"autocommit": True}
     )
+
+
+@BuiltOnce
+def output_stores() -> dict[str, OutputStore]:
+    """Every output store this process can read large outputs from, by the name references
+    carry: S3 when `SWITCHYARD_OUTPUT_BUCKET` is set, PostgreSQL when there is a database. For
+    the functions that read references without being step functions: `render`,
+    `approval_notify`."""
+    from switchyard.runtime.large_outputs import PostgresOutputStore, S3OutputStore
+
+    stores: dict[str, OutputStore] = {}
+    bucket = os.environ.get(OUTPUT_BUCKET_ENV)
+    if bucket:
+        stores[S3OutputStore.name] = S3OutputStore(bucket)
+    pool = database_pool()
+    if pool is not None:
+        stores[PostgresOutputStore.name] = PostgresOutputStore(pool)
+    return stores
 
 
 @BuiltOnce

@@ -213,3 +213,32 @@ def test_a_gate_redacts_arguments_a_step_sent_in_clear(pg_pool: ConnectionPool) 
     )
     gate = open_gate(request, GateStore(pg_pool))
     assert gate.request is not None and gate.request["detail"]["args"] == {"password": "***"}
+
+
+def test_an_approval_shows_the_values_of_large_outputs(
+    functions_on_the_database: None, pg_pool: ConnectionPool
+) -> None:
+    from switchyard.runtime.large_outputs import PostgresOutputStore, offload
+
+    draft = "Dear customer, " + "é" * 40_000
+    output = offload({"text": draft, "tone": "warm"}, PostgresOutputStore(pg_pool), "run/draft")
+    assert output["text"] != draft  # stored aside, a reference in its place
+    request = approval(
+        {
+            "message": "Send this reply ({{ steps.draft.output.text | length }} characters)?",
+            "show": {
+                "draft": "{{ steps.draft.output.text }}",
+                "tone": "{{ steps.draft.output.tone }}",
+            },
+        },
+        inputs={},
+        steps={"draft": {"status": "completed", "output": output}},
+    )
+    notify = handler_module("approval_notify").handler
+    opened = notify(
+        request.model_dump(mode="json"), LambdaContext("approval_notify", "arn:aws:lambda:::n")
+    )
+    gate = GateStore(pg_pool).get(opened["gate_id"])
+    assert gate is not None
+    assert gate.message == f"Send this reply ({len(draft)} characters)?"
+    assert gate.show == {"draft": draft, "tone": "warm"}
