@@ -138,3 +138,22 @@ def test_the_workflows_outputs_read_a_large_output_back(
     assert code == 0, shown
     assert "$switchyard_ref" in json.dumps(shown["steps"]["write"]["output"])
     assert shown["output"] == {"length": 40_005, "head": "Once "}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the run record keeps the execution's raw Cause: RunRecorder._finished must read it "
+    "with contract.errors.read_cause (render's cause is now {type, message, location})",
+)
+def test_a_failure_at_outputs_reads_as_a_plain_message_naming_outputs(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    script = tmp_path / "script.yaml"
+    script.write_text("write:\n  - {text: abc}\n")
+    code, shown = run(env, "failing-outputs", "--llm-script", str(script))
+    assert code == 1
+    assert shown["error"]["type"] == "template"
+    assert shown["error"]["message"] == (
+        "outputs.per_word: template '{{ 100 // ((steps.write.output.text | length) - 3) }}' "
+        "failed: integer division or modulo by zero"
+    )

@@ -18,20 +18,21 @@ from switchyard.contract.errors import lambda_error
 from switchyard.contract.helpers import DeadlineRequest, FailureRequest, OutputCheckRequest
 from switchyard.contract.payloads import Wire
 from switchyard.platform import helpers
-from switchyard.runtime.errors import StepError, TemplateRenderError
+from switchyard.runtime.errors import PermanentError, StepError, TemplateRenderError
 from switchyard.runtime.large_outputs import OutputNotFoundError, OutputStore, lazy_resolver
 from switchyard.runtime.rendering import Resolver, render, template_context
 
 
 def render_request(request: RenderRequest, *, resolver: Resolver | None = None) -> RenderResult:
-    """The rendered templates; `resolver` reads large outputs of the context back."""
+    """The rendered templates; `resolver` reads large outputs of the context back. A template
+    that fails names where it is (`outputs.summary`, `steps.summarize.input.text`)."""
     context = template_context(
         request.context,
         after=request.after,
         merge=request.merge or "by_step",
         resolver=resolver,
     )
-    value = render(request.templates, context)
+    value = _render_at(request.templates, context, _location(request))
     extra = getattr(request, "extra", None)
     if isinstance(extra, dict) and isinstance(value, dict):
         value = {**value, **extra}
@@ -45,13 +46,39 @@ def handle(event: dict[str, Any]) -> dict[str, Any]:
     request = RenderRequest.model_validate(event)
     try:
         result = render_request(request, resolver=lazy_resolver(_output_stores))
-    except TemplateRenderError as exc:
-        raise lambda_error(StepErrorName.TEMPLATE, str(exc)) from None
+    except TemplateRenderError as error:
+        # The cause is JSON like every step function's ({type, message, location}), so that
+        # readers of a Cause (contract.errors.read_cause) find the plain message.
+        raise error.as_lambda_exception() from None
     except OutputNotFoundError as exc:
-        raise lambda_error(
-            StepErrorName.PERMANENT, f"a large output could not be read: {exc.args[0]}"
-        ) from None
+        failure = PermanentError(
+            f"{_location(request)}: a large output could not be read: {exc.args[0]}"
+        )
+        raise failure.as_lambda_exception() from None
     return result.model_dump(mode="json")
+
+
+def _location(request: RenderRequest) -> str:
+    """Where the templates are: the workflow's `outputs`, else a step's `input` (a map of
+    templates: a sub-workflow's) or `items` (one template: a map's)."""
+    if request.step_id is None:
+        return "outputs"
+    field = "input" if isinstance(request.templates, dict) else "items"
+    return f"steps.{request.step_id}.{field}"
+
+
+def _render_at(templates: Any, context: Mapping[str, Any], where: str) -> Any:
+    """`render`, with a failing template's location in its error."""
+    if isinstance(templates, dict):
+        return {key: _render_at(item, context, f"{where}.{key}") for key, item in templates.items()}
+    if isinstance(templates, list):
+        return [_render_at(item, context, f"{where}[{n}]") for n, item in enumerate(templates)]
+    try:
+        return render(templates, context)
+    except TemplateRenderError as error:
+        raise TemplateRenderError(
+            f"{where}: {error.message}", template=error.template, location=where
+        ) from None
 
 
 def _output_stores() -> Mapping[str, OutputStore]:

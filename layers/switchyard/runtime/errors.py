@@ -116,9 +116,19 @@ class TemplateRenderError(StepError):
 
     name = StepErrorName.TEMPLATE
 
-    def __init__(self, message: str, *, template: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, template: str | None = None, location: str | None = None
+    ) -> None:
         super().__init__(message)
         self.template = template
+        self.location = location
+        """Where the template is in the workflow (`outputs.summary`), when known."""
+
+    def cause(self) -> dict[str, Any]:
+        out = super().cause()
+        if self.location is not None:
+            out["location"] = self.location
+        return out
 
 
 class BudgetExceededError(StepError):

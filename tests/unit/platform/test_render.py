@@ -118,3 +118,37 @@ def test_a_reference_no_store_here_can_read_is_permanent(no_stores: None) -> Non
     assert type(raised.value).__name__ == "permanent"
     assert "a large output could not be read" in str(raised.value)
     assert "'s3'" in str(raised.value)
+
+
+def lambda_cause(error: BaseException) -> str:
+    """The Cause Step Functions records when a Lambda function raised `error`."""
+    return json.dumps({"errorMessage": str(error), "errorType": type(error).__name__})
+
+
+@pytest.mark.parametrize(
+    ("request_fields", "location"),
+    [
+        ({"templates": {"report": {"ratio": "{{ 10 // inputs.zero }}"}}}, "outputs.report.ratio"),
+        (
+            {"step_id": "summarize", "templates": {"text": "{{ 10 // inputs.zero }}"}},
+            "steps.summarize.input.text",
+        ),
+        ({"step_id": "each", "templates": "{{ 10 // inputs.zero }}"}, "steps.each.items"),
+    ],
+)
+def test_a_template_error_reads_as_a_plain_message_naming_where_it_is(
+    no_stores: None, request_fields: dict[str, Any], location: str
+) -> None:
+    from switchyard.contract.errors import read_cause
+
+    event = {**request_fields, "context": {"inputs": {"zero": 0}, "run": RUN, "steps": {}}}
+    with pytest.raises(Exception) as raised:
+        handle(event)
+    assert type(raised.value).__name__ == "template"
+    cause = json.loads(str(raised.value))
+    assert cause["type"] == "template" and cause["location"] == location
+    message, _ = read_cause(lambda_cause(raised.value))
+    assert message == (
+        f"{location}: template '{{{{ 10 // inputs.zero }}}}' failed: "
+        "integer division or modulo by zero"
+    )
