@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 import uuid
 from collections.abc import Iterator
-from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -56,13 +56,17 @@ def test_a_message_of_one_object_expression_reads_as_json(pg_pool: ConnectionPoo
     assert stored.message == '{"id": "é", "ok": true}'
 
 
-@cache  # a handler module loads once per process, as in Lambda
 def handler_module(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        f"test_gates_{name}_handler", FUNCTIONS / name / "handler.py"
-    )
+    """`functions/<name>/handler.py`, loaded once per process under the name the engine's
+    function registry gives it (Powertools configures a service's logger once per process)."""
+    module_name = f"switchyard_functions.{name}.handler"
+    loaded = sys.modules.get(module_name)
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.spec_from_file_location(module_name, FUNCTIONS / name / "handler.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
     spec.loader.exec_module(module)
     return module
 
