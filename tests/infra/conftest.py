@@ -19,8 +19,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 SHOWCASE = FIXTURES / "trigger-showcase.yaml"
 TOOL_SHOWCASE = FIXTURES / "tool-showcase.yaml"
 CASES = sorted((REPO / "tests" / "scenarios" / "cases").glob("*.yaml"))
-PLATFORM_CONTEXT = {"switchyard:emailFrom": "Support <support@example.com>"}
-"""The repository's examples send email without `from`: the stack needs a sender."""
+CORPUS_CONTEXT = {"switchyard:emailFrom": "Support <support@example.com>"}
+"""A corpus workflow (gate-approved-with-edits) sends email without `from`: the stack needs a
+default sender. The repository's examples name theirs, so the platform needs no context."""
 CONFIGURED_CONTEXT: dict[str, Any] = {
     "switchyard:httpAllowedHosts": ["crm.example.com", "*.example.org"],
     "switchyard:sqlConnections": {"ledger": "prod/ledger", "unused": "prod/unused"},
@@ -36,7 +37,8 @@ CONFIGURED_CONTEXT: dict[str, Any] = {
 
 @pytest.fixture(scope="session")
 def platform(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    """The repository's workflows plus one with every kind of trigger."""
+    """The repository's workflows plus one with every kind of trigger, synthesized with no
+    context at all, as a newcomer's first `cdk synth` is."""
     machines = {
         p.name.removesuffix(".asl.json"): p.read_text()
         for p in (REPO / "statemachines").glob("*.asl.json")
@@ -47,7 +49,7 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     machines[showcase.name] = compile_workflow(showcase).text
     workflows[SHOWCASE.name] = SHOWCASE.read_text()
     root, _ = make_repository(tmp_path_factory.mktemp("platform"), machines, workflows)
-    return synthesize(root, **PLATFORM_CONTEXT)
+    return synthesize(root)
 
 
 @pytest.fixture(scope="session")
@@ -86,4 +88,4 @@ def corpus(
             machines[workflow.name] = compile_workflow(workflow).text
             files[f"{workflow.name}.yaml"] = yaml.safe_dump(document, sort_keys=False)
     root, _ = make_repository(tmp_path_factory.mktemp("corpus"), machines, files)
-    yield synthesize(root, **PLATFORM_CONTEXT)
+    yield synthesize(root, **CORPUS_CONTEXT)

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from aws_cdk import aws_s3 as s3
 
-from tests.infra.conftest import PLATFORM_CONTEXT
 from tests.infra.synth import STACK, Synthesized
 
 CFN_LINT_IGNORED = {
@@ -65,7 +64,6 @@ def test_an_unacknowledged_finding_fails_the_synth(tmp_path: Path, platform: Syn
         context={
             "switchyard:root": str(platform.root),
             "aws:cdk:bundling-stacks": [],
-            **PLATFORM_CONTEXT,
         },
         outdir=str(tmp_path / "cdk.out"),
     )
