@@ -76,7 +76,7 @@ class BudgetGuard:
                     f"step {self.invocation.step_id} calls model {model!r}, which has no price "
                     "in the model catalog, so its cost could not be counted; it was not called. "
                     f"Add its prices (USD per million tokens) to a file named by "
-                    f"{MODEL_PRICES_ENV}, e.g. `{model}: {{input: 3, output: 15}}`. Known "
+                    f"{MODEL_PRICES_ENV}, e.g. {model}: {{input: 3, output: 15}}. Known "
                     f"models: {', '.join(self.catalog.ids())}"
                 )
 
