@@ -102,11 +102,6 @@ def test_a_maps_budget_is_shared_by_its_items(env: dict[str, str], tmp_path: Pat
     assert shown["steps"]["each"]["status"] == "failed"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the engine must hand a failed task's Cause to RunRecorder.task_result "
-    "(engine.py: task_result(..., outcome.value, cause=outcome.cause))",
-)
 def test_a_failed_attempts_spend_counts_in_the_step_and_run_totals(
     env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -140,11 +135,6 @@ def test_the_workflows_outputs_read_a_large_output_back(
     assert shown["output"] == {"length": 40_005, "head": "Once "}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the run record keeps the execution's raw Cause: RunRecorder._finished must read it "
-    "with contract.errors.read_cause (render's cause is now {type, message, location})",
-)
 def test_a_failure_at_outputs_reads_as_a_plain_message_naming_outputs(
     env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -551,7 +551,9 @@ class Engine:
             )
         if transition is not None:
             if request is not None:
-                self._recorder.task_result(execution, request, outcome.ok, outcome.value)
+                self._recorder.task_result(
+                    execution, request, outcome.ok, outcome.value, cause=outcome.cause
+                )
             self._recorder.transition(transition, started=False, parent_id=None)
         batch.add(transition)
 
@@ -605,7 +607,11 @@ class Engine:
         if transition is not None:
             if request is not None:
                 self._recorder.task_result(
-                    execution, request, command.kind == "success", command.output
+                    execution,
+                    request,
+                    command.kind == "success",
+                    command.output,
+                    cause=command.cause,
                 )
             self._recorder.transition(transition, started=False, parent_id=None)
         batch.add(transition)

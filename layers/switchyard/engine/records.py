@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 
 from switchyard.contract import error_type_of
-from switchyard.contract.errors import read_spend
+from switchyard.contract.errors import read_cause, read_spend
 from switchyard.engine.interpreter import Execution, ExecutionStatus, TaskRequest, Transition
 from switchyard.engine.store.codec import json_text
 
@@ -258,7 +258,8 @@ class RunRecorder:
         if execution.status is ExecutionStatus.ABORTED:
             error = {"type": "cancelled", "message": execution.cause or ""}
         elif execution.status is not ExecutionStatus.SUCCEEDED and execution.error is not None:
-            error = {"type": error_type_of(execution.error), "message": execution.cause or ""}
+            message, _ = read_cause(execution.cause)  # the plain message, whatever wraps it
+            error = {"type": error_type_of(execution.error), "message": message}
         self._conn.execute(
             "UPDATE workflow_runs SET status = %s, output = %s::jsonb, ended_at = %s,"
             " error = CASE WHEN %s::jsonb IS NULL THEN NULL ELSE %s::jsonb || jsonb_build_object("
