@@ -106,6 +106,8 @@ class StepInvocation(Wire):
     """`$$.State.RetryCount`: retries Step Functions has made of this Task."""
     loop_retries: int = 0
     """Retries made by an explicit wait loop (linear backoff)."""
+    parent_budget: BudgetLimits | None = None
+    """Inside a map or loop with a `budget`: that budget, shared by all its items or iterations."""
 
     @property
     def attempt(self) -> int:

@@ -42,16 +42,16 @@ def budgeted(invocation: StepInvocation) -> StepInvocation:
     payload's `parent_budget`), that budget is one more budget enclosing the step: the ledger
     scope `step:<run id>:<map or loop id>`, without the item's index or the iteration, so every
     item and iteration reserves against the same limit."""
-    limits = (invocation.model_extra or {}).get("parent_budget")
+    limits = invocation.parent_budget
     scope = invocation.context.scope or {}
-    if not isinstance(limits, dict) or not ("index" in scope or "iteration" in scope):
+    if limits is None or not ("index" in scope or "iteration" in scope):
         return invocation
     run = invocation.context.run
     parent = EnclosingBudget(
         kind="step",
         id=f"{run.id}:{invocation.step_id}",
-        max_cost_usd=limits.get("max_cost_usd"),
-        max_tokens=limits.get("max_tokens"),
+        max_cost_usd=limits.max_cost_usd,
+        max_tokens=limits.max_tokens,
     )
     enclosed = run.model_copy(update={"enclosing_budgets": [*run.enclosing_budgets, parent]})
     context = invocation.context.model_copy(update={"run": enclosed})
