@@ -4,21 +4,16 @@ server-side only, and notifies its channels. The token never reaches a log."""
 
 from __future__ import annotations
 
-import logging
-import sys
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger
-
 from switchyard.contract import GateRequest
 from switchyard.gates import GateStore, open_gate
+from switchyard.runtime.instruments import function_logger
 from switchyard.runtime.large_outputs import lazy_resolver
 from switchyard.runtime.wiring import database_pool, output_stores
 
-logger = Logger(
-    service="switchyard.approval_notify", logger_handler=logging.StreamHandler(sys.stderr)
-)
+logger = function_logger("approval_notify")
 
 
 @cache

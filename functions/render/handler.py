@@ -3,15 +3,12 @@ rendered against a step's context. Errors leave as `template`."""
 
 from __future__ import annotations
 
-import logging
-import sys
 from typing import Any
 
-from aws_lambda_powertools import Logger
-
 from switchyard.platform.render import handle
+from switchyard.runtime.instruments import function_logger
 
-logger = Logger(service="switchyard.render", logger_handler=logging.StreamHandler(sys.stderr))
+logger = function_logger("render")
 
 
 @logger.inject_lambda_context(log_event=False)

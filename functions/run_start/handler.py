@@ -3,15 +3,12 @@ inputs, fills defaults, and returns the run's identity. Errors leave as `invalid
 
 from __future__ import annotations
 
-import logging
-import sys
 from typing import Any
 
-from aws_lambda_powertools import Logger
-
 from switchyard.platform.run_start import handle
+from switchyard.runtime.instruments import function_logger
 
-logger = Logger(service="switchyard.run_start", logger_handler=logging.StreamHandler(sys.stderr))
+logger = function_logger("run_start")
 
 
 @logger.inject_lambda_context(log_event=False)

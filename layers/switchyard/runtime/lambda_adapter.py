@@ -8,52 +8,29 @@ contract's error name (the `errorType` that the compiled `Retry` and `Catch` rul
 
 from __future__ import annotations
 
-import logging
-import sys
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
-from switchyard.constants import METRICS_NAMESPACE, Metric, MetricDimension
+from switchyard.constants import Metric, MetricDimension
 from switchyard.contract import StepInvocation, StepResult
 from switchyard.runtime.errors import Spend, StepError
+from switchyard.runtime.instruments import instruments
 from switchyard.runtime.services import StepServices
 
 StepRunner = Callable[[StepInvocation, StepServices, Any], StepResult]
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
-_INSTRUMENTS: dict[str, tuple[Logger, Metrics, Tracer]] = {}
-_INSTRUMENTS_LOCK = threading.Lock()
-
-
-def _instruments(function: str) -> tuple[Logger, Metrics, Tracer]:
-    """One Powertools logger, metrics and tracer per function and process. Powertools configures
-    a service's logger once: a second `Logger` of the service, with a handler of its own, gets no
-    formatter and fails on its first `append_keys`. A handler module imported twice (the engine's
-    function registry and a test, say) must therefore share the first one's."""
-    with _INSTRUMENTS_LOCK:
-        found = _INSTRUMENTS.get(function)
-        if found is None:
-            logger = Logger(
-                service=f"switchyard.{function}", logger_handler=logging.StreamHandler(sys.stderr)
-            )
-            metrics = Metrics(namespace=METRICS_NAMESPACE, service=function)
-            found = (logger, metrics, Tracer(service=f"switchyard.{function}"))
-            _INSTRUMENTS[function] = found
-        return found
-
-
 def step_handler(function: str, run: StepRunner) -> Handler:
     """The Lambda handler of `functions/<function>`, running steps with `run`."""
     from switchyard.runtime.wiring import step_services  # reads the environment when first called
 
-    logger, metrics, tracer = _instruments(function)
+    logger, metrics, tracer = instruments(function)
 
     @tracer.capture_lambda_handler(capture_response=False)
     @logger.inject_lambda_context(log_event=False)
