@@ -5,6 +5,12 @@ as input, through API Gateway's Step Functions integration (no function in betwe
 `Idempotency-Key` header becomes the execution name, so a retried submission starts no second run.
 Webhook routes (`POST /webhooks/<name>`) go to their verifying function; they carry no AWS
 signature, the HMAC of the body is their authentication.
+
+The API and its stage belong to the platform; each workflow's routes, integrations and the role
+API Gateway starts its runs with live in the workflow's nested stack (`scope` below), so a
+workflow adds nothing to the top-level stack, and one role may start exactly one workflow (one
+role for all of them would need a policy naming every alias, past IAM's 10,240 characters at
+about a hundred workflows).
 """
 
 from __future__ import annotations
@@ -54,26 +60,29 @@ class Api(Construct):
                 throttling_burst_limit=100, throttling_rate_limit=50
             ),
         )
-        self.start_role = iam.Role(
-            self,
-            "StartExecutionRole",
-            assumed_by=iam.ServicePrincipal("apigateway.amazonaws.com"),
-            description="switchyard API: starts runs on the workflows' live aliases",
-        )
         self.url = self.http_api.attr_api_endpoint
         self.routes: dict[str, apigw.CfnRoute] = {}
 
-    def add_run_submission(self, workflow: str, live_alias_arn: str) -> apigw.CfnRoute:
-        self.start_role.add_to_policy(
+    def add_run_submission(
+        self, scope: Construct, workflow: str, live_alias_arn: str
+    ) -> apigw.CfnRoute:
+        """`POST /workflows/<workflow>/runs`, in `scope`, with a role that may start only it."""
+        start_role = iam.Role(
+            scope,
+            "StartExecutionRole",
+            assumed_by=iam.ServicePrincipal("apigateway.amazonaws.com"),
+            description=f"switchyard API: starts runs of {workflow} on its live alias",
+        )
+        start_role.add_to_policy(
             iam.PolicyStatement(actions=["states:StartExecution"], resources=[live_alias_arn])
         )
         integration = apigw.CfnIntegration(
-            self,
+            scope,
             f"Start{_pascal(workflow)}",
             api_id=self.http_api.ref,
             integration_type="AWS_PROXY",
             integration_subtype="StepFunctions-StartExecution",
-            credentials_arn=self.start_role.role_arn,
+            credentials_arn=start_role.role_arn,
             payload_format_version="1.0",
             request_parameters={
                 "StateMachineArn": live_alias_arn,
@@ -82,13 +91,16 @@ class Api(Construct):
             },
         )
         return self._route(
-            f"POST /workflows/{workflow}/runs", integration, authorization_type="AWS_IAM"
+            scope, f"POST /workflows/{workflow}/runs", integration, authorization_type="AWS_IAM"
         )
 
-    def add_webhook(self, path: str, function: lambda_.IFunction) -> apigw.CfnRoute:
-        stack = Stack.of(self)
+    def add_webhook(
+        self, scope: Construct, path: str, function: lambda_.IFunction
+    ) -> apigw.CfnRoute:
+        """`POST /<path>` to a webhook's verifying function, in `scope`."""
+        stack = Stack.of(scope)
         integration = apigw.CfnIntegration(
-            self,
+            scope,
             f"Webhook{_pascal(path)}",
             api_id=self.http_api.ref,
             integration_type="AWS_PROXY",
@@ -96,7 +108,7 @@ class Api(Construct):
             payload_format_version="2.0",
         )
         lambda_.CfnPermission(
-            self,
+            scope,
             f"Webhook{_pascal(path)}Invoke",
             action="lambda:InvokeFunction",
             function_name=function.function_arn,
@@ -106,7 +118,7 @@ class Api(Construct):
                 f"{self.http_api.ref}/*/POST/{path}"
             ),
         )
-        route = self._route(f"POST /{path}", integration, authorization_type="NONE")
+        route = self._route(scope, f"POST /{path}", integration, authorization_type="NONE")
         acknowledge(
             route,
             "APIG4",
@@ -116,10 +128,15 @@ class Api(Construct):
         return route
 
     def _route(
-        self, route_key: str, integration: apigw.CfnIntegration, *, authorization_type: str
+        self,
+        scope: Construct,
+        route_key: str,
+        integration: apigw.CfnIntegration,
+        *,
+        authorization_type: str,
     ) -> apigw.CfnRoute:
         route = apigw.CfnRoute(
-            self,
+            scope,
             f"Route{_pascal(route_key)}",
             api_id=self.http_api.ref,
             route_key=route_key,

@@ -155,16 +155,20 @@ class Functions(Construct):
         *,
         environment: dict[str, str],
         construct_id: str | None = None,
+        scope: Construct | None = None,
     ) -> lambda_.Function:
+        """One function with its role and log group, in `scope` (a workflow's nested stack, for
+        a webhook's function), else here."""
         settings, store = self._settings, self._store
         construct_id = construct_id or _pascal(spec.name)
+        scope = scope or self
         role = iam.Role(
-            self,
+            scope,
             f"{construct_id}Role",
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description=f"switchyard function {spec.name}",
         )
-        log_group = store.log_group(f"{construct_id}Logs", settings)
+        log_group = store.log_group(f"{construct_id}Logs", settings, scope=scope)
         role.add_to_policy(
             iam.PolicyStatement(
                 actions=["logs:CreateLogStream", "logs:PutLogEvents"],
@@ -199,7 +203,7 @@ class Functions(Construct):
             )
             self.grant_key_decrypt(role)
         function = lambda_.Function(
-            self,
+            scope,
             construct_id,
             description=spec.purpose,
             runtime=RUNTIME,
@@ -224,8 +228,12 @@ class Functions(Construct):
         Tags.of(function).add("switchyard:function", spec.name)
         return function
 
-    def webhook_function(self, construct_id: str, environment: dict[str, str]) -> lambda_.Function:
-        return self.function(WEBHOOK_FUNCTION, environment=environment, construct_id=construct_id)
+    def webhook_function(
+        self, scope: Construct, construct_id: str, environment: dict[str, str]
+    ) -> lambda_.Function:
+        return self.function(
+            WEBHOOK_FUNCTION, environment=environment, construct_id=construct_id, scope=scope
+        )
 
     # --- permissions ---------------------------------------------------------------------------
 

@@ -5,13 +5,19 @@ Runs started/succeeded/failed come from Step Functions' own metrics; step latenc
 handlers emit (`switchyard.constants.Metric`, dimension `workflow`). Gate timeouts and budget
 pauses are counted by metric filters on each workflow's execution log, so they need no function
 code: `TaskTimedOut` of a `waitForTaskToken` task, and entering a `<step>:over budget` gate.
+
+The dashboard, the alarm topic and the platform-wide alarms are in the top-level stack; what
+belongs to one workflow (its metric filters, its triggers' dead-letter alarms) is in the
+workflow's nested stack. The dashboard names each workflow's machine by its fixed ARN, with no
+reference into the nested stacks, so adding a workflow changes the dashboard and nothing else of
+the top-level stack but its nested stack.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from aws_cdk import Duration
+from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_iam as iam
@@ -24,7 +30,7 @@ from constructs import Construct
 from infra.config import Settings
 from infra.constructs.functions import Functions
 from infra.constructs.state_store import StateStore
-from infra.constructs.workflows import DeployedWorkflow
+from infra.stacks.nested import machine_name
 from switchyard.constants import (
     METRICS_NAMESPACE,
     Metric,
@@ -32,6 +38,8 @@ from switchyard.constants import (
 )
 
 PERIOD = Duration.minutes(5)
+WORKFLOWS_PER_GRAPH = 100
+"""A graph shows at most 500 metrics: the failed-or-timed-out graph takes three per workflow."""
 GATE_TIMEOUT_PATTERN = logs.FilterPattern.all(
     logs.FilterPattern.string_value("$.type", "=", "TaskTimedOut"),
     logs.FilterPattern.string_value("$.details.resource", "=", "invoke.waitForTaskToken"),
@@ -53,7 +61,77 @@ def _search(metric: Metric, statistic: str, label: str) -> cloudwatch.MathExpres
     )
 
 
+def alarm_on(
+    scope: Construct,
+    construct_id: str,
+    metric: cloudwatch.IMetric,
+    description: str,
+    topic: sns.ITopic,
+) -> cloudwatch.Alarm:
+    """An alarm at one or more in a period, to the alarm topic; missing data is fine."""
+    created = cloudwatch.Alarm(
+        scope,
+        construct_id,
+        metric=metric,
+        threshold=1,
+        evaluation_periods=1,
+        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        alarm_description=description,
+    )
+    created.add_alarm_action(actions.SnsAction(topic))
+    return created
+
+
+def dead_letter_alarm(
+    scope: Construct, construct_id: str, queue: sqs.IQueue, name: str, topic: sns.ITopic
+) -> cloudwatch.Alarm:
+    return alarm_on(
+        scope,
+        construct_id,
+        dead_letter_depth(queue, name),
+        f"dead-letter queue {name} holds messages",
+        topic,
+    )
+
+
+def dead_letter_depth(queue: sqs.IQueue, name: str) -> cloudwatch.Metric:
+    return queue.metric_approximate_number_of_messages_visible(
+        period=PERIOD, statistic="Maximum", label=name
+    )
+
+
+def count_gate_timeouts_and_budget_pauses(scope: Construct, log_group: logs.ILogGroup) -> None:
+    """Metric filters on a workflow's execution log (100 are allowed per log group)."""
+    for metric, pattern in (
+        (Metric.GATE_TIMEOUTS, GATE_TIMEOUT_PATTERN),
+        (Metric.BUDGET_PAUSES, BUDGET_PAUSE_PATTERN),
+    ):
+        logs.MetricFilter(
+            scope,
+            str(metric),
+            log_group=log_group,
+            filter_pattern=pattern,
+            metric_namespace=METRICS_NAMESPACE,
+            metric_name=str(metric),
+            metric_value="1",
+        )
+
+
+def _states_metric(arn: str, metric_name: str, label: str | None = None) -> cloudwatch.Metric:
+    return cloudwatch.Metric(
+        namespace="AWS/States",
+        metric_name=metric_name,
+        dimensions_map={"StateMachineArn": arn},
+        statistic="Sum",
+        period=PERIOD,
+        label=label,
+    )
+
+
 class Monitoring(Construct):
+    """The alarm topic and the platform-wide alarms; `add_dashboard` once the workflows exist."""
+
     def __init__(
         self,
         scope: Construct,
@@ -62,10 +140,10 @@ class Monitoring(Construct):
         settings: Settings,
         store: StateStore,
         functions: Functions,
-        workflows: dict[str, DeployedWorkflow],
-        dead_letter_queues: Mapping[str, sqs.IQueue],
     ) -> None:
         super().__init__(scope, construct_id)
+        self._settings = settings
+        self._functions = functions
         self.topic = sns.Topic(
             self,
             "Alarms",
@@ -83,57 +161,10 @@ class Monitoring(Construct):
         )
         if settings.alarm_email:
             self.topic.add_subscription(subscriptions.EmailSubscription(settings.alarm_email))
-        action = actions.SnsAction(self.topic)
         self.alarms: list[cloudwatch.Alarm] = []
         self.query_alarms: list[cloudwatch.CfnAlarm] = []
-
-        def alarm(construct_id: str, metric: cloudwatch.IMetric, description: str) -> None:
-            created = cloudwatch.Alarm(
-                self,
-                construct_id,
-                metric=metric,
-                threshold=1,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                alarm_description=description,
-            )
-            created.add_alarm_action(action)
-            self.alarms.append(created)
-
-        started, succeeded, failed = [], [], []
-        for number, workflow in enumerate(workflows.values()):
-            machine = workflow.machine
-            started.append(machine.metric_started(period=PERIOD, label=workflow.name))
-            succeeded.append(machine.metric_succeeded(period=PERIOD, label=workflow.name))
-            failed.append(
-                cloudwatch.MathExpression(
-                    # Ids are unique per workflow: one graph shows every workflow's expression.
-                    expression=f"failed{number} + timedout{number}",
-                    using_metrics={
-                        f"failed{number}": machine.metric_failed(period=PERIOD),
-                        f"timedout{number}": machine.metric_timed_out(period=PERIOD),
-                    },
-                    label=workflow.name,
-                    period=PERIOD,
-                )
-            )
-            cid = "".join(p.capitalize() for p in workflow.name.split("-"))
-            for metric, pattern in (
-                (Metric.GATE_TIMEOUTS, GATE_TIMEOUT_PATTERN),
-                (Metric.BUDGET_PAUSES, BUDGET_PAUSE_PATTERN),
-            ):
-                logs.MetricFilter(
-                    self,
-                    f"{cid}{metric}",
-                    log_group=workflow.log_group,
-                    filter_pattern=pattern,
-                    metric_namespace=METRICS_NAMESPACE,
-                    metric_name=str(metric),
-                    metric_value="1",
-                )
-        # Alarms are platform-wide, not per workflow: a stack holds at most 500 resources, and
-        # the dashboard and the execution logs say which workflow it was.
+        # Alarms are platform-wide, not per workflow, and the dashboard and the execution logs
+        # say which workflow it was.
         for query_metric, what in (
             ("ExecutionsFailed", "runs failed"),
             ("ExecutionsTimedOut", "runs timed out"),
@@ -147,40 +178,75 @@ class Monitoring(Construct):
             (Metric.GATE_TIMEOUTS, "a gate waited past its timeout"),
             (Metric.BUDGET_PAUSES, "a run paused over its budget"),
         ):
-            alarm(
-                f"{metric}Alarm",
-                cloudwatch.Metric(
-                    namespace=METRICS_NAMESPACE,
-                    metric_name=str(metric),
-                    statistic="Sum",
-                    period=PERIOD,
-                ),
-                f"switchyard: {what} (the workflow's execution log says where)",
+            self.alarms.append(
+                alarm_on(
+                    self,
+                    f"{metric}Alarm",
+                    cloudwatch.Metric(
+                        namespace=METRICS_NAMESPACE,
+                        metric_name=str(metric),
+                        statistic="Sum",
+                        period=PERIOD,
+                    ),
+                    f"switchyard: {what} (the workflow's execution log says where)",
+                    self.topic,
+                )
             )
-        depth_widgets = []
-        for name, queue in dead_letter_queues.items():
-            cid = "".join(c for c in name.title() if c.isalnum())
-            depth = queue.metric_approximate_number_of_messages_visible(
-                period=PERIOD, statistic="Maximum", label=name
-            )
-            depth_widgets.append(depth)
-            alarm(f"{cid}Depth", depth, f"dead-letter queue {name} holds messages")
 
+    def add_dead_letter_alarm(self, name: str, queue: sqs.IQueue) -> None:
+        """An alarm on a platform dead-letter queue (a trigger's alarm is in its nested stack)."""
+        cid = "".join(c for c in name.title() if c.isalnum())
+        self.alarms.append(dead_letter_alarm(self, f"{cid}Depth", queue, name, self.topic))
+
+    def add_dashboard(
+        self, workflows: Sequence[str], dead_letter_queues: Mapping[str, sqs.IQueue]
+    ) -> cloudwatch.Dashboard:
+        """Runs per workflow (graphs of at most `WORKFLOWS_PER_GRAPH`), step latency, dead-letter
+        queues, gate timeouts and budget pauses, tokens and dollars."""
+        stack = Stack.of(self)
+        self.dashboard = cloudwatch.Dashboard(
+            self, "Dashboard", dashboard_name=f"{self._settings.stack_name}-switchyard"
+        )
+        names = list(workflows)
+        for first in range(0, max(len(names), 1), WORKFLOWS_PER_GRAPH):
+            chunk = names[first : first + WORKFLOWS_PER_GRAPH]
+            part = "" if len(names) <= WORKFLOWS_PER_GRAPH else f" ({chunk[0]} to {chunk[-1]})"
+            started, succeeded, failed = [], [], []
+            for number, workflow in enumerate(chunk):
+                arn = stack.format_arn(
+                    service="states",
+                    resource="stateMachine",
+                    resource_name=machine_name(self._settings, workflow),
+                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                )
+                started.append(_states_metric(arn, "ExecutionsStarted", workflow))
+                succeeded.append(_states_metric(arn, "ExecutionsSucceeded", workflow))
+                failed.append(
+                    cloudwatch.MathExpression(
+                        # Ids are unique per workflow: one graph shows every workflow's expression.
+                        expression=f"failed{number} + timedout{number}",
+                        using_metrics={
+                            f"failed{number}": _states_metric(arn, "ExecutionsFailed"),
+                            f"timedout{number}": _states_metric(arn, "ExecutionsTimedOut"),
+                        },
+                        label=workflow,
+                        period=PERIOD,
+                    )
+                )
+            self.dashboard.add_widgets(
+                cloudwatch.GraphWidget(title=f"Runs started{part}", left=started, width=8),
+                cloudwatch.GraphWidget(title=f"Runs succeeded{part}", left=succeeded, width=8),
+                cloudwatch.GraphWidget(
+                    title=f"Runs failed or timed out{part}", left=failed, width=8
+                ),
+            )
         step_latency = [
-            functions.by_name[name].metric_duration(
+            self._functions.by_name[name].metric_duration(
                 statistic=stat, period=PERIOD, label=f"{name} {stat}"
             )
             for name in ("agent_step", "tool_step", "router_step")
             for stat in ("p50", "p95")
         ]
-        self.dashboard = cloudwatch.Dashboard(
-            self, "Dashboard", dashboard_name=f"{settings.stack_name}-switchyard"
-        )
-        self.dashboard.add_widgets(
-            cloudwatch.GraphWidget(title="Runs started", left=started, width=8),
-            cloudwatch.GraphWidget(title="Runs succeeded", left=succeeded, width=8),
-            cloudwatch.GraphWidget(title="Runs failed or timed out", left=failed, width=8),
-        )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Step latency (Lambda duration, ms)", left=step_latency, width=8
@@ -190,7 +256,11 @@ class Monitoring(Construct):
                 left=[_search(Metric.STEP_DURATION, "p95", "")],
                 width=8,
             ),
-            cloudwatch.GraphWidget(title="Dead-letter queues", left=depth_widgets, width=8),
+            cloudwatch.GraphWidget(
+                title="Dead-letter queues",
+                left=[dead_letter_depth(q, name) for name, q in dead_letter_queues.items()],
+                width=8,
+            ),
         )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
@@ -221,6 +291,7 @@ class Monitoring(Construct):
                 title="USD by workflow", left=[_search(Metric.COST_USD, "Sum", "")], width=12
             ),
         )
+        return self.dashboard
 
     def _query_alarm(self, construct_id: str, query: str, description: str) -> None:
         """An alarm on a Metrics Insights query: one alarm covers every state machine."""

@@ -254,11 +254,17 @@ class StateStore(Construct):
         )
 
     def log_group(
-        self, construct_id: str, settings: Settings, name: str | None = None
+        self,
+        construct_id: str,
+        settings: Settings,
+        name: str | None = None,
+        *,
+        scope: Construct | None = None,
     ) -> logs.LogGroup:
-        """A log group encrypted with the data key, kept for the configured number of days."""
+        """A log group encrypted with the data key, kept for the configured number of days; in
+        `scope` (a workflow's nested stack), else beside the platform's state."""
         return logs.LogGroup(
-            self,
+            scope or self,
             construct_id,
             log_group_name=name,
             retention=retention(settings.log_retention_days),

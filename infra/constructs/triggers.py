@@ -3,7 +3,10 @@
 Schedules, events and queue messages reach the workflow through its trigger's EXPRESS starter
 (`infra/translate/starter.py`), which names the run after the delivery's own id; webhooks go
 through their verifying function (`functions/webhook_trigger`). Each trigger has a dead-letter
-queue for deliveries that could not start a run.
+queue for deliveries that could not start a run, with an alarm on its depth.
+
+The event bus is the platform's (`Triggers`, in the top-level stack); everything of one
+workflow's triggers is in the workflow's nested stack (`WorkflowTriggers`).
 """
 
 from __future__ import annotations
@@ -22,12 +25,11 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from infra.config import Settings
-from infra.constructs.api import Api
-from infra.constructs.functions import Functions
-from infra.constructs.state_store import StateStore
-from infra.constructs.workflows import DeployedWorkflow, dead_letter_queue
+from infra.catalog import CompiledMachine
+from infra.constructs.monitoring import dead_letter_alarm
+from infra.constructs.workflow_machine import WorkflowMachine, dead_letter_queue
 from infra.nag import UNSCOPED_ACTIONS, acknowledge
+from infra.stacks.nested import Platform
 from infra.translate.cron import scheduler_expressions
 from infra.translate.input_paths import UnsupportedTemplateError
 from infra.translate.starter import (
@@ -69,60 +71,83 @@ class DeployedTrigger:
 
 
 class Triggers(Construct):
+    """The platform's part: the `switchyard` event bus. Refuses a queue two workflows share."""
+
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
-        settings: Settings,
-        store: StateStore,
-        functions: Functions,
-        api: Api,
-        workflows: dict[str, DeployedWorkflow],
+        machines: list[CompiledMachine],
         event_bus_name: str,
     ) -> None:
         super().__init__(scope, construct_id)
-        self._settings = settings
-        self._store = store
-        self._functions = functions
-        self._api = api
-        self.bus = events.EventBus(self, "Bus", event_bus_name=event_bus_name)
-        self.deployed: list[DeployedTrigger] = []
         queue_names: dict[str, str] = {}
-        for workflow in workflows.values():
-            webhooks = [t for t in workflow.compiled.triggers if isinstance(t, WebhookTrigger)]
-            for index, trigger in enumerate(workflow.compiled.triggers):
-                key = f"{workflow.name}-{trigger.type}-{index}"
-                try:
-                    if isinstance(trigger, QueueTrigger):
-                        if trigger.queue in queue_names:
-                            raise TriggerError(
-                                f"queue '{trigger.queue}' is the trigger of both "
-                                f"{queue_names[trigger.queue]} and {workflow.name}: each message "
-                                "would start only one of them; give each its own queue"
-                            )
-                        queue_names[trigger.queue] = workflow.name
-                        self.deployed.append(self._queue(workflow, key, trigger))
-                    elif isinstance(trigger, EventTrigger):
-                        self.deployed.append(self._event(workflow, key, trigger))
-                    elif isinstance(trigger, ScheduleTrigger):
-                        self.deployed.append(self._schedule(workflow, key, trigger))
-                    else:
-                        path = f"webhooks/{workflow.name}"
-                        if len(webhooks) > 1:
-                            path += f"/{webhooks.index(trigger)}"
-                        self.deployed.append(self._webhook(workflow, key, trigger, path))
-                except UnsupportedTemplateError as exc:
-                    raise TriggerError(
-                        f"workflow {workflow.name}, triggers[{index}] ({trigger.type}): {exc}. "
-                        "On AWS a schedule, event or queue trigger's input must be paths "
-                        "(or text with paths); a webhook trigger may use any template."
-                    ) from None
+        for machine in machines:
+            for trigger in machine.triggers:
+                if isinstance(trigger, QueueTrigger):
+                    if trigger.queue in queue_names:
+                        raise TriggerError(
+                            f"queue '{trigger.queue}' is the trigger of both "
+                            f"{queue_names[trigger.queue]} and {machine.name}: each message "
+                            "would start only one of them; give each its own queue"
+                        )
+                    queue_names[trigger.queue] = machine.name
+        self.bus = events.EventBus(self, "Bus", event_bus_name=event_bus_name)
+
+
+class WorkflowTriggers(Construct):
+    """One workflow's triggers, their starters, dead-letter queues and alarms."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        platform: Platform,
+        workflow: WorkflowMachine,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._settings = platform.settings
+        self._store = platform.store
+        self._functions = platform.functions
+        self._api = platform.api
+        self.bus = platform.bus
+        self.deployed: list[DeployedTrigger] = []
+        webhooks = [t for t in workflow.compiled.triggers if isinstance(t, WebhookTrigger)]
+        for index, trigger in enumerate(workflow.compiled.triggers):
+            key = f"{workflow.name}-{trigger.type}-{index}"
+            try:
+                if isinstance(trigger, QueueTrigger):
+                    deployed = self._queue(workflow, key, trigger)
+                elif isinstance(trigger, EventTrigger):
+                    deployed = self._event(workflow, key, trigger)
+                elif isinstance(trigger, ScheduleTrigger):
+                    deployed = self._schedule(workflow, key, trigger)
+                else:
+                    path = f"webhooks/{workflow.name}"
+                    if len(webhooks) > 1:
+                        path += f"/{webhooks.index(trigger)}"
+                    deployed = self._webhook(workflow, key, trigger, path)
+            except UnsupportedTemplateError as exc:
+                raise TriggerError(
+                    f"workflow {workflow.name}, triggers[{index}] ({trigger.type}): {exc}. "
+                    "On AWS a schedule, event or queue trigger's input must be paths "
+                    "(or text with paths); a webhook trigger may use any template."
+                ) from None
+            dead_letter_alarm(
+                self,
+                f"{_pascal(key)}DeadLettersDepth",
+                deployed.dead_letters,
+                f"{key}-dead-letters",
+                platform.alarms,
+            )
+            self.deployed.append(deployed)
 
     # --- starters -----------------------------------------------------------------------------
 
     def _starter(
-        self, workflow: DeployedWorkflow, spec: StarterSpec, dead_letters: sqs.Queue
+        self, workflow: WorkflowMachine, spec: StarterSpec, dead_letters: sqs.Queue
     ) -> sfn.StateMachine:
         cid = _pascal(spec.trigger_key)
         role = iam.Role(
@@ -145,6 +170,7 @@ class Triggers(Construct):
             f"{cid}StarterLogs",
             self._settings,
             name=f"/aws/vendedlogs/states/{self._settings.stack_name}-{spec.trigger_key}",
+            scope=self,
         )
         return sfn.StateMachine(
             self,
@@ -162,9 +188,7 @@ class Triggers(Construct):
             tracing_enabled=True,
         )
 
-    def _event(
-        self, workflow: DeployedWorkflow, key: str, trigger: EventTrigger
-    ) -> DeployedTrigger:
+    def _event(self, workflow: WorkflowMachine, key: str, trigger: EventTrigger) -> DeployedTrigger:
         spec = StarterSpec(workflow.name, key, "event", dict(trigger.input))
         dead_letters = dead_letter_queue(self, f"{_pascal(key)}DeadLetters")
         starter = self._starter(workflow, spec, dead_letters)
@@ -212,7 +236,7 @@ class Triggers(Construct):
         return DeployedTrigger(workflow.name, key, "event", dead_letters, starter=starter)
 
     def _schedule(
-        self, workflow: DeployedWorkflow, key: str, trigger: ScheduleTrigger
+        self, workflow: WorkflowMachine, key: str, trigger: ScheduleTrigger
     ) -> DeployedTrigger:
         spec = StarterSpec(workflow.name, key, "schedule", dict(trigger.input))
         dead_letters = dead_letter_queue(self, f"{_pascal(key)}DeadLetters")
@@ -264,9 +288,7 @@ class Triggers(Construct):
             )
         return deployed
 
-    def _queue(
-        self, workflow: DeployedWorkflow, key: str, trigger: QueueTrigger
-    ) -> DeployedTrigger:
+    def _queue(self, workflow: WorkflowMachine, key: str, trigger: QueueTrigger) -> DeployedTrigger:
         spec = StarterSpec(workflow.name, key, "queue", dict(trigger.input))
         cid = _pascal(key)
         dead_letters = dead_letter_queue(self, f"{cid}DeadLetters")
@@ -324,7 +346,7 @@ class Triggers(Construct):
     # --- webhooks -------------------------------------------------------------------------------
 
     def _webhook(
-        self, workflow: DeployedWorkflow, key: str, trigger: WebhookTrigger, path: str
+        self, workflow: WorkflowMachine, key: str, trigger: WebhookTrigger, path: str
     ) -> DeployedTrigger:
         stack = Stack.of(self)
         cid = _pascal(key)
@@ -359,6 +381,7 @@ class Triggers(Construct):
                 f":secret:{name}-??????"
             )
         function = self._functions.webhook_function(
+            self,
             f"{cid}Webhook",
             {
                 WEBHOOK_WORKFLOW_ENV: workflow.name,
@@ -381,7 +404,7 @@ class Triggers(Construct):
         function.add_to_role_policy(
             iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[dead_letters.queue_arn])
         )
-        self._api.add_webhook(path, function)
+        self._api.add_webhook(self, path, function)
         return DeployedTrigger(
             workflow.name,
             key,

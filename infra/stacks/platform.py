@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.catalog import load_catalog
@@ -42,38 +43,30 @@ class SwitchyardStack(Stack):
         self.migrations = schema_migrations(
             self, settings=settings, function=self.functions.migrate, store=self.store
         )
+        self.triggers = Triggers(self, "Triggers", machines=machines, event_bus_name=EVENT_BUS_NAME)
+        self.monitoring = Monitoring(
+            self, "Monitoring", settings=settings, store=self.store, functions=self.functions
+        )
+        # One nested stack per workflow (infra/constructs/workflows.py says why).
         self.workflows = Workflows(
             self,
             "Workflows",
             settings=settings,
             store=self.store,
             functions=self.functions,
+            api=self.api,
+            bus=self.triggers.bus,
+            alarms=self.monitoring.topic,
             machines=machines,
         )
-        for workflow in self.workflows.deployed.values():
-            self.api.add_run_submission(workflow.name, workflow.live_arn)
-        self.triggers = Triggers(
-            self,
-            "Triggers",
-            settings=settings,
-            store=self.store,
-            functions=self.functions,
-            api=self.api,
-            workflows=self.workflows.deployed,
-            event_bus_name=EVENT_BUS_NAME,
-        )
-        dead_letter_queues = {"step-dead-letters": self.workflows.dead_letters}
-        for trigger in self.triggers.deployed:
-            dead_letter_queues[f"{trigger.key}-dead-letters"] = trigger.dead_letters
-        self.monitoring = Monitoring(
-            self,
-            "Monitoring",
-            settings=settings,
-            store=self.store,
-            functions=self.functions,
-            workflows=self.workflows.deployed,
-            dead_letter_queues=dead_letter_queues,
-        )
+        self.monitoring.add_dead_letter_alarm("step-dead-letters", self.workflows.dead_letters)
+        dead_letter_queues: dict[str, sqs.IQueue] = {
+            "step-dead-letters": self.workflows.dead_letters
+        }
+        for stack in self.workflows.stacks.values():
+            for trigger in stack.triggers.deployed:
+                dead_letter_queues[f"{trigger.key}-dead-letters"] = trigger.dead_letters
+        self.monitoring.add_dashboard([m.name for m in machines], dead_letter_queues)
         self._outputs()
 
     def _outputs(self) -> None:
@@ -83,13 +76,5 @@ class SwitchyardStack(Stack):
         CfnOutput(self, "AnthropicApiKeySecretArn", value=self.functions.model_api_key.secret_arn)
         CfnOutput(self, "StepDeadLetterQueueUrl", value=self.workflows.dead_letters.queue_url)
         CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name)
-        for workflow in self.workflows.deployed.values():
-            cid = "".join(p.capitalize() for p in workflow.name.split("-"))
-            CfnOutput(self, f"{cid}LiveAlias", value=workflow.live_arn)
-        for trigger in self.triggers.deployed:
-            cid = "".join(c for c in trigger.key.title() if c.isalnum())
-            if trigger.queue is not None:
-                CfnOutput(self, f"{cid}QueueUrl", value=trigger.queue.queue_url)
-            if trigger.webhook_path is not None:
-                CfnOutput(self, f"{cid}WebhookUrl", value=f"{self.api.url}/{trigger.webhook_path}")
-                CfnOutput(self, f"{cid}WebhookSecret", value=str(trigger.webhook_secret))
+        # Each workflow's live alias, queue and webhook URLs are outputs of its nested stack: a
+        # stack has at most 200 outputs.

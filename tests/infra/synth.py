@@ -3,6 +3,8 @@
 The temporary repository holds a chosen set of compiled machines and workflow files beside the
 real `functions/` and `layers/`; bundling of the library layer is skipped (CDK's
 `aws:cdk:bundling-stacks` context), since it needs PyPI (tests/infra/test_layer.py builds it).
+
+The app is a top-level stack and one nested stack per workflow: `Synthesized` reads them all.
 """
 
 from __future__ import annotations
@@ -27,10 +29,33 @@ ONE_LINE_HANDLER = "def handler(event, context):\n    return event\n"
 class Synthesized:
     root: Path
     template: dict[str, Any]
+    """The top-level stack's template."""
+    nested: dict[str, dict[str, Any]]
+    """Each nested stack's template, by the logical id of its `AWS::CloudFormation::Stack`."""
     app: Any
 
+    @property
+    def templates(self) -> dict[str, dict[str, Any]]:
+        """Every template: the top-level stack's under `STACK`, the nested ones by logical id."""
+        return {STACK: self.template, **self.nested}
+
     def resources(self, kind: str) -> dict[str, dict[str, Any]]:
-        return {k: v for k, v in self.template["Resources"].items() if v["Type"] == kind}
+        """Resources of a type in every stack: a nested one's as `<stack>/<logical id>`."""
+        found = {}
+        for stack, template in self.templates.items():
+            for logical_id, resource in template["Resources"].items():
+                if resource["Type"] == kind:
+                    found[logical_id if stack == STACK else f"{stack}/{logical_id}"] = resource
+        return found
+
+    def workflow_stack(self, workflow: str) -> dict[str, Any]:
+        """The template of a workflow's nested stack."""
+        (template,) = [
+            t
+            for t in self.nested.values()
+            if t.get("Description", "").startswith(f"switchyard workflow {workflow} (")
+        ]
+        return template
 
 
 def make_repository(
@@ -65,5 +90,22 @@ def synthesize(root: Path, **context: Any) -> Synthesized:
         outdir=str(root / "cdk.out"),
     )
     app.synth()
-    template = json.loads((root / "cdk.out" / f"{STACK}.template.json").read_text())
-    return Synthesized(root=root, template=template, app=app)
+    out = root / "cdk.out"
+    template = json.loads((out / f"{STACK}.template.json").read_text())
+    return Synthesized(root=root, template=template, nested=_nested(out, template), app=app)
+
+
+def _nested(out: Path, template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Nested templates by logical id: a stack's `TemplateURL` ends in its asset's object key."""
+    assets = json.loads((out / f"{STACK}.assets.json").read_text())["files"]
+    files = {
+        destination["objectKey"]: asset["source"]["path"]
+        for asset in assets.values()
+        for destination in asset["destinations"].values()
+    }
+    nested = {}
+    for logical_id, resource in template["Resources"].items():
+        if resource["Type"] == "AWS::CloudFormation::Stack":
+            key = resource["Properties"]["TemplateURL"]["Fn::Join"][1][-1].rsplit("/", 1)[1]
+            nested[logical_id] = json.loads((out / files[key]).read_text())
+    return nested

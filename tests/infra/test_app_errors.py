@@ -74,3 +74,26 @@ def test_a_setting_that_does_not_fit_fails_the_synth_by_name(tmp_path: Path) -> 
     root = _repository(tmp_path, SHOWCASE.read_text())
     with pytest.raises(SettingsError, match=r"sqlConnections\.ledger: looks like a conninfo"):
         synthesize(root, **{"switchyard:sqlConnections": {"ledger": "postgresql://u:p@db/x"}})
+
+
+def test_a_queue_two_workflows_share_is_refused_naming_both(tmp_path: Path) -> None:
+    from switchyard.compile import compile_workflow
+    from switchyard.validate import validate_text
+
+    texts = {
+        "trigger-showcase": SHOWCASE.read_text(),
+        "second-showcase": SHOWCASE.read_text().replace(
+            "name: trigger-showcase", "name: second-showcase"
+        ),
+    }
+    machines = {}
+    for name, text in texts.items():
+        workflow = validate_text(text).workflow
+        assert workflow is not None
+        machines[name] = compile_workflow(workflow).text
+    root, _ = make_repository(tmp_path, machines, {f"{n}.yaml": t for n, t in texts.items()})
+    with pytest.raises(
+        TriggerError,
+        match=r"queue 'tickets' is the trigger of both second-showcase and trigger-showcase",
+    ):
+        synthesize(root)

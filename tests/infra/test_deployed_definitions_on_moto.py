@@ -9,7 +9,7 @@ import pytest
 
 from switchyard.compile import compile_workflow
 from switchyard.contract import placeholders_in
-from tests.infra.resolve import DEAD_LETTER_QUEUE_URL, FakeAws, machines_by_workflow
+from tests.infra.resolve import DEAD_LETTER_QUEUE_URL, FakeAws, machines_by_workflow, properties_of
 from tests.infra.synth import Synthesized
 from tests.scenarios.harness.moto_runner import function_arns, run_on_moto, substitute
 from tests.scenarios.harness.outcome import check
@@ -30,8 +30,8 @@ REPRESENTATIVE = [
 
 
 def deployed_definitions(corpus: Synthesized, scenario: Scenario) -> dict[str, str]:
-    fake = FakeAws(corpus.template)
-    machines = machines_by_workflow(corpus.template)
+    fake = FakeAws(corpus)
+    machines = machines_by_workflow(corpus)
     names = [w.name for w in (*scenario.children, scenario.workflow)]
     return {name: fake.definition(machines[name]) for name in names}
 
@@ -39,16 +39,16 @@ def deployed_definitions(corpus: Synthesized, scenario: Scenario) -> dict[str, s
 def test_every_corpus_workflow_is_deployed_with_every_placeholder_substituted(
     corpus: Synthesized, scenarios: dict[str, Scenario]
 ) -> None:
-    fake = FakeAws(corpus.template)
-    machines = machines_by_workflow(corpus.template)
+    fake = FakeAws(corpus)
+    machines = machines_by_workflow(corpus)
     expected = {w.name for s in scenarios.values() for w in (*s.children, s.workflow)}
     assert set(machines) == expected
-    for name, logical_id in machines.items():
-        properties = corpus.template["Resources"][logical_id]["Properties"]
-        assert set(placeholders_in(properties["DefinitionString"])) == set(
-            properties["DefinitionSubstitutions"]
+    for name, located in machines.items():
+        machine = properties_of(corpus, located)
+        assert set(placeholders_in(machine["DefinitionString"])) == set(
+            machine["DefinitionSubstitutions"]
         ), name
-        assert "${" not in fake.definition(logical_id), name
+        assert "${" not in fake.definition(located), name
 
 
 @pytest.mark.parametrize("case", REPRESENTATIVE)

@@ -4,25 +4,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from aws_cdk import aws_s3 as s3
 
+from tests.infra.cfn_lint import cfn_lint
 from tests.infra.synth import STACK, Synthesized
 
-CFN_LINT_IGNORED = {
-    # CDK adds DependsOn from a resource to its role's DefaultPolicy even when a GetAtt of the
-    # role already orders them: harmless, and not ours to remove.
-    "W3005",
-}
 
-
-def acknowledgements(template: dict[str, Any]) -> list[dict[str, str]]:
-    """Acknowledged findings, as cdk-nag writes them into each resource's Metadata."""
+def acknowledgements(synthesized: Synthesized) -> list[dict[str, str]]:
+    """Acknowledged findings, as cdk-nag writes them into each resource's Metadata (of every
+    stack: the top-level one and each workflow's)."""
     found = []
-    for resource in template["Resources"].values():
-        found += resource.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", [])
+    for template in synthesized.templates.values():
+        for resource in template["Resources"].values():
+            found += resource.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", [])
     # CDK's own CloudFormation checks acknowledge through the same channel; only ours count.
     return [a for a in found if "AwsSolutions" in a["id"]]
 
@@ -41,7 +37,7 @@ def test_each_app_passes_aws_solutions_checks(which: str, request: pytest.Fixtur
 @pytest.mark.parametrize("which", SYNTHESIZED)
 def test_every_acknowledgement_carries_a_reason(which: str, request: pytest.FixtureRequest) -> None:
     synthesized: Synthesized = request.getfixturevalue(which)
-    found = acknowledgements(synthesized.template)
+    found = acknowledgements(synthesized)
     assert found
     for acknowledgement in found:
         assert len(acknowledgement["reason"]) >= 60, acknowledgement
@@ -57,7 +53,11 @@ def test_every_acknowledgement_carries_a_reason(which: str, request: pytest.Fixt
     assert rules == expected if which == "platform" else rules <= expected
 
 
-def test_an_unacknowledged_finding_fails_the_synth(tmp_path: Path, platform: Synthesized) -> None:
+@pytest.mark.parametrize("where", ["top-level", "nested"])
+def test_an_unacknowledged_finding_fails_the_synth(
+    tmp_path: Path, platform: Synthesized, where: str
+) -> None:
+    """In the top-level stack, and in a workflow's nested stack: cdk-nag checks every stack."""
     from infra.app import build_app
 
     app = build_app(
@@ -68,23 +68,23 @@ def test_an_unacknowledged_finding_fails_the_synth(tmp_path: Path, platform: Syn
         outdir=str(tmp_path / "cdk.out"),
     )
     stack = app.node.find_child(STACK)
+    if where == "nested":
+        stack = stack.node.find_child("Workflows").node.find_child("CustomerSupport")
     s3.Bucket(stack, "UnloggedBucket", enforce_ssl=True)  # AwsSolutions-S1, not acknowledged
     with pytest.raises(RuntimeError, match="AwsSolutions-S1"):
         app.synth()
     report = json.loads((tmp_path / "cdk.out" / "validation-report.json").read_text())
     violations = [v for r in report["pluginReports"] for v in r["violations"]]
     assert [v["ruleName"] for v in violations] == ["AwsSolutions-S1"]
-    assert "UnloggedBucket" in violations[0]["violatingConstructs"][0]["constructPath"]
+    path = violations[0]["violatingConstructs"][0]["constructPath"]
+    assert "UnloggedBucket" in path
+    assert ("Workflows/CustomerSupport/" in path) == (where == "nested")
 
 
 @pytest.mark.parametrize("which", SYNTHESIZED)
 def test_cfn_lint_passes(which: str, request: pytest.FixtureRequest) -> None:
-    from cfnlint.api import ManualArgs, lint
-
+    """On every template: the top-level stack's and each workflow's nested stack's."""
     synthesized: Synthesized = request.getfixturevalue(which)
-    path = synthesized.root / "cdk.out" / f"{STACK}.template.json"
-    matches = lint(
-        path.read_text(),
-        config=ManualArgs(regions=["us-east-1"], ignore_checks=sorted(CFN_LINT_IGNORED)),
-    )
-    assert [f"{m.rule.id} {m.message}" for m in matches] == []
+    found = {stack: cfn_lint(template) for stack, template in synthesized.templates.items()}
+    assert len(found) == 1 + len(synthesized.nested) > 1
+    assert {stack: problems for stack, problems in found.items() if problems} == {}

@@ -11,7 +11,7 @@ import boto3
 import pytest
 
 from infra.translate.starter import StarterSpec, execution_name
-from tests.infra.resolve import machines_by_workflow
+from tests.infra.resolve import machines_by_workflow, properties_of
 from tests.infra.synth import Synthesized
 from tests.scenarios.harness.moto_runner import REGION, ROLE, moto_step_functions
 from tests.scenarios.harness.scripted import ScriptedFunctions
@@ -32,10 +32,9 @@ def _finish(sfn: Any, execution: str) -> dict[str, Any]:
 
 
 def _starter_text(platform: Synthesized, key: str, workflow_arn: str, dlq_url: str) -> str:
-    logical_id = machines_by_workflow(platform.template, kind="EXPRESS")[key]
-    properties = platform.template["Resources"][logical_id]["Properties"]
-    text = str(properties["DefinitionString"])
-    for name in properties["DefinitionSubstitutions"]:
+    starter = properties_of(platform, machines_by_workflow(platform, kind="EXPRESS")[key])
+    text = str(starter["DefinitionString"])
+    for name in starter["DefinitionSubstitutions"]:
         value = {"WorkflowArn": workflow_arn, "DeadLetterQueueUrl": dlq_url}[name]
         text = text.replace("${" + name + "}", value)
     assert "${" not in text
