@@ -20,6 +20,8 @@ REPRESENTATIVE = [
     "gate-escalated",  # a gate timing out to its second tier
     "map-of-sub-workflows",  # a map of pinned sub-workflows (startExecution.sync:2)
     "sub-workflow",  # one sub-workflow
+    "sub-workflow-linear-retry",  # a child's live alias from its stack, retried in a wait loop
+    "timeout-fails-the-run",  # a step's timeout failing the run as `timeout`
     "retry-exhausted-fallback",  # retries, then the fallback step
     "budget-pause-resume",  # a budget pause gate, resumed
     "llm-router",  # router_step
