@@ -1,8 +1,8 @@
 """A workflow's nested stack: everything that exists because of one workflow.
 
 Its machine (role, log group, version, aliases), the metric filters on the machine's log, its
-run-submission route, and its triggers with their dead-letter queues and alarms. About 14
-resources, plus 5-11 per trigger: far below CloudFormation's 500 whatever the workflow. What it
+run-submission route, and its triggers with their dead-letter queues and alarms: 12 resources
+(13 with a `v<n>` alias), plus 10-12 per trigger, far below CloudFormation's 500. What it
 takes from the platform comes in as parameters (infra/stacks/nested.py); what others need from it
 (a child's alias ARN, a trigger's dead-letter queue for the dashboard) goes out as outputs.
 """
