@@ -60,6 +60,8 @@ MODEL_STEPS = ("agent_step", "router_step")
 """Functions that call the model provider."""
 DATA_STEPS = ("agent_step", "tool_step", "router_step")
 """Functions that use the idempotency and budget tables and the output bucket."""
+OUTPUT_READERS = ("render", "approval_notify")
+"""Functions that read large outputs back (templates over a step's output) but write none."""
 _ENI_ACTIONS = [
     "ec2:CreateNetworkInterface",
     "ec2:DescribeNetworkInterfaces",
@@ -262,6 +264,8 @@ class Functions(Construct):
                     EVENT_BUS_ENV: event_bus_name,
                 }
             )
+        if spec.name in OUTPUT_READERS:
+            env[OUTPUT_BUCKET_ENV] = store.output_bucket.bucket_name
         if spec.name in MODEL_STEPS:
             env.update(
                 {
@@ -310,6 +314,20 @@ class Functions(Construct):
                 )
             )
             self.grant_key_encrypt_decrypt(function)
+        for name in OUTPUT_READERS:
+            function = self.by_name[name]
+            function.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["s3:GetObject"], resources=[store.output_bucket.arn_for_objects("*")]
+                )
+            )
+            acknowledge(
+                function.role or function,
+                f"IAM5[Resource::{token(store.output_bucket)}/*]",
+                "reads large outputs back from the platform's own output bucket, keyed by content "
+                "hash (not known in advance); GetObject only",
+            )
+            self.grant_key_decrypt(function)
         for name in MODEL_STEPS:
             function = self.by_name[name]
             function.add_to_role_policy(

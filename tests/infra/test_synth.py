@@ -84,6 +84,36 @@ def test_functions_follow_the_table_for_memory_timeout_concurrency_and_placement
         assert name in agent
 
 
+def _role_statements(platform: Synthesized, function: str) -> list[dict[str, Any]]:
+    """Every statement of the inline policies on the role of `functions/<function>`."""
+    roles = {
+        json.dumps(properties["Role"]) for properties in functions_by_folder(platform)[function]
+    }
+    statements: list[dict[str, Any]] = []
+    for policy in platform.resources("AWS::IAM::Policy").values():
+        attached = {
+            json.dumps({"Fn::GetAtt": [r["Ref"], "Arn"]}) for r in policy["Properties"]["Roles"]
+        }
+        if attached & roles:
+            statements += policy["Properties"]["PolicyDocument"]["Statement"]
+    return statements
+
+
+def test_render_and_approval_notify_may_read_large_outputs_back_and_nothing_more(
+    platform: Synthesized,
+) -> None:
+    deployed = functions_by_folder(platform)
+    for function in ("render", "approval_notify"):
+        env = deployed[function][0]["Environment"]["Variables"]
+        assert OUTPUT_BUCKET_ENV in env, function
+        s3 = [s for s in _role_statements(platform, function) if "s3" in json.dumps(s["Action"])]
+        assert [s["Action"] for s in s3] == ["s3:GetObject"], function
+        assert "kms:Decrypt" in json.dumps(_role_statements(platform, function)), function
+    for function in ("run_start", "webhook_trigger", "migrate"):
+        env = deployed[function][0]["Environment"]["Variables"]
+        assert OUTPUT_BUCKET_ENV not in env, function
+
+
 def test_each_function_has_its_own_encrypted_log_group_with_retention(
     platform: Synthesized,
 ) -> None:
