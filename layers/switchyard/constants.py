@@ -64,6 +64,9 @@ EVENT_BUS_ENV = "SWITCHYARD_EVENT_BUS"
 ROLES_ENV = "SWITCHYARD_ROLES"
 """JSON `{"role": ["person@example.com", ...]}`: who may decide a gate assigned to a role.
 Unset: anyone may (a development setup)."""
+OPERATORS_ROLE = "operators"
+"""The role that decides gates without an assignee (tool calls awaiting approval, `on_error: pause`,
+budget pauses) once SWITCHYARD_ROLES defines it; a map without it leaves those gates to anyone."""
 DATABASE_URL_ENV = "DATABASE_URL"
 """The run store's PostgreSQL (the local engine; unset: an embedded server)."""
 APPROVAL_BASE_URL_ENV = "SWITCHYARD_APPROVAL_BASE_URL"

@@ -39,7 +39,8 @@ class GateClosedError(GateDecisionError):
 
 
 class GateForbiddenError(GateDecisionError):
-    """The person may not decide for the gate's assignee (SWITCHYARD_ROLES)."""
+    """The person may not decide for the gate's assignee, or for the operators when the gate has
+    none (SWITCHYARD_ROLES)."""
 
 
 @dataclass
@@ -72,8 +73,9 @@ def decide(
         raise GateDecisionError(
             f"a {gate.kind} gate takes {', '.join(allowed)}, not {decision.action}"
         )
-    if not (roles or Roles()).may_decide(gate.assignee, decision.reviewer):
-        raise GateForbiddenError(f"{decision.reviewer} may not decide for {gate.assignee}")
+    refusal = (roles or Roles()).refusal(gate.assignee, decision.reviewer)
+    if refusal:
+        raise GateForbiddenError(refusal)
     edits = dict(decision.edits)
     if gate.kind == "approval" and edits:
         if not gate.allow_edit:

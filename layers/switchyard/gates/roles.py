@@ -1,4 +1,9 @@
-"""Who may decide a gate: roles map to people (SWITCHYARD_ROLES); without a map, anyone may."""
+"""Who may decide a gate: roles map to people (SWITCHYARD_ROLES); without a map, anyone may.
+
+A gate with an assignee (an approval gate's tier) is decided by that role's people. A gate without
+one (a tool call awaiting approval, a pause, a budget pause) is decided by the `operators` role's
+people when the map defines that role, else by anyone.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from switchyard.constants import ROLES_ENV
+from switchyard.constants import OPERATORS_ROLE, ROLES_ENV
 
 
 @dataclass(frozen=True)
@@ -21,7 +26,20 @@ class Roles:
         data = json.loads(raw)
         return cls({role: frozenset(map(str, members)) for role, members in data.items()})
 
-    def may_decide(self, role: str | None, reviewer: str) -> bool:
-        if not self.people or role is None:
-            return True
-        return reviewer in self.people.get(role, frozenset())
+    def deciding_role(self, assignee: str | None) -> str | None:
+        """The role whose people decide a gate of this assignee; None: anyone may."""
+        if not self.people:
+            return None
+        if assignee is None:
+            return OPERATORS_ROLE if OPERATORS_ROLE in self.people else None
+        return assignee
+
+    def may_decide(self, assignee: str | None, reviewer: str) -> bool:
+        return self.refusal(assignee, reviewer) is None
+
+    def refusal(self, assignee: str | None, reviewer: str) -> str | None:
+        """Why `reviewer` may not decide a gate of this assignee; None when they may."""
+        role = self.deciding_role(assignee)
+        if role is None or reviewer in self.people.get(role, frozenset()):
+            return None
+        return f"{reviewer} may not decide for {role}"

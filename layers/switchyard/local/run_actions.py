@@ -120,8 +120,9 @@ def resume_run(
     `raise_budget_usd` first; True when a budget was raised (False: the run has no money budget
     to raise)."""
     roles = roles if roles is not None else Roles.from_env()
-    if not roles.may_decide(gate.assignee, reviewer):  # before the budget changes
-        raise GateForbiddenError(f"{reviewer} may not decide for {gate.assignee}")
+    refusal = roles.refusal(gate.assignee, reviewer)
+    if refusal:  # before the budget changes
+        raise GateForbiddenError(refusal)
     raised = False
     if raise_budget_usd:
         with pool.connection() as conn:

@@ -144,3 +144,33 @@ def test_a_run_the_budget_paused_succeeds_once_its_budget_is_raised(
     assert row is not None and row[0] == 1_550_000  # $0.05 + $1.50
     done = wait_for(client, run_id, {"succeeded"})
     assert done["steps"]["pricey"]["output"] == {"text": "worth it"}
+
+
+def test_with_an_operators_role_only_operators_resume_and_the_budget_stays(
+    stack: Stack, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(
+        ROLES_ENV,
+        json.dumps({"support_lead": ["lead@example.com"], "operators": ["ops@example.com"]}),
+    )
+    run_id = start(client, stack, "budget-pause", {}).json()["run_id"]
+    wait_for(client, run_id, {"paused"})
+
+    refused = client.post(f"/runs/{run_id}/resume", json={"raise_budget_usd": 1.5}, headers=LEAD)
+
+    assert refused.status_code == 403
+    assert refused.json()["error"] == {
+        "code": "forbidden",
+        "message": "lead@example.com may not decide for operators",
+    }
+    with psycopg.connect(stack.engine.conninfo) as conn:
+        row = conn.execute(
+            "SELECT limit_micros FROM budget_scopes WHERE scope = %s", (f"run:{run_id}",)
+        ).fetchone()
+    assert row is None or row[0] == 50_000  # the refused resume raised nothing
+    operator = {"X-Switchyard-User": "ops@example.com"}
+    resumed = client.post(
+        f"/runs/{run_id}/resume", json={"raise_budget_usd": 1.5}, headers=operator
+    )
+    assert resumed.status_code == 200, resumed.text
+    wait_for(client, run_id, {"succeeded"})
