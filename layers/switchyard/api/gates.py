@@ -109,11 +109,12 @@ def resume(api: ApiContext, request: Request) -> Response:
         "step": gate.step_id,
         "resumed": True,
         "reviewer": user,
-        "budget_raised_usd": float(usd) if raised and usd is not None else None,
+        "budget_raised_usd": float(usd) if raised and raised.scope and usd is not None else None,
+        "budget_raised_scope": raised.scope if raised else None,
         "links": {"run": run_link(run.run_id)},
     }
-    if usd is not None and not raised:
-        answer["warnings"] = [f"the run has no money budget; nothing to raise (run:{run.run_id})"]
+    if raised is not None and raised.why_not:
+        answer["warnings"] = [raised.why_not]
     return json_response(200, answer)
 
 

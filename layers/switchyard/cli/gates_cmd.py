@@ -111,8 +111,12 @@ def _resume(args: argparse.Namespace) -> int:
             )
         except GateDecisionError as exc:
             raise CommandError(str(exc), ExitCode.FAILED) from None
-    if args.raise_budget and not raised:
-        say(f"  the run has no money budget; nothing to raise (run:{run.run_id})")
+    if raised is not None:
+        say(
+            f"  raised {raised.scope} by ${args.raise_budget}"
+            if raised.scope
+            else f"  {raised.why_not}"
+        )
     say(f"resumed {args.run_id}")
     return ExitCode.OK
 

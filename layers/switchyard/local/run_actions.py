@@ -8,7 +8,6 @@ a command about a run that does not exist starts no engine.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +24,7 @@ from switchyard.gates import (
     TaskCallbacks,
     decide,
 )
+from switchyard.local.budget_raise import BudgetRaise, raise_budget
 from switchyard.local.report import find_run
 from switchyard.stores.tool_calls import PostgresDecisionStore
 
@@ -115,18 +115,24 @@ def resume_run(
     raise_budget_usd: float | None = None,
     note: str | None = None,
     roles: Roles | None = None,
-) -> bool:
-    """Resume a paused run at `gate` (the paused step runs again), raising its budget by
-    `raise_budget_usd` first; True when a budget was raised (False: the run has no money budget
-    to raise)."""
+) -> BudgetRaise | None:
+    """Resume a paused run at `gate` (the paused step runs again), raising by `raise_budget_usd`
+    first the budget that refused it (`local/budget_raise.py`); what the raise did, None when
+    none was asked for."""
     roles = roles if roles is not None else Roles.from_env()
     refusal = roles.refusal(gate.assignee, reviewer)
     if refusal:  # before the budget changes
         raise GateForbiddenError(refusal)
-    raised = False
+    raised = None
     if raise_budget_usd:
         with pool.connection() as conn:
-            raised = raise_budget(conn, run, raise_budget_usd)
+            raised = raise_budget(
+                conn,
+                run_id=run.run_id,
+                execution_id=run.execution_id,
+                usd=raise_budget_usd,
+                refusal=refusal_of(gate),
+            )
     decide_gate(
         gate,
         Decision("resume", reviewer, note=note),
@@ -137,60 +143,10 @@ def resume_run(
     return raised
 
 
-def raise_budget(conn: psycopg.Connection[Any], run: RunRef, usd: float) -> bool:
-    """Raise the run's money budget (its `run:<id>` scope in the PostgreSQL ledger) by `usd`;
-    False when the run has no money budget. A run refused at its first call has no scope row
-    yet (the refused reservation left nothing): the row is written with the workflow's budget
-    plus `usd`, and the ledger keeps it when the step reserves again."""
-    from switchyard.runtime.models_catalog import to_micros
-
-    scope, more = f"run:{run.run_id}", to_micros(str(usd))
-    updated = conn.execute(
-        "UPDATE budget_scopes SET limit_micros = limit_micros + %s"
-        " WHERE scope = %s AND limit_micros IS NOT NULL",
-        (more, scope),
-    ).rowcount
-    if updated:
-        return True
-    if conn.execute("SELECT 1 FROM budget_scopes WHERE scope = %s", (scope,)).fetchone():
-        return False  # a scope with no money limit (a token budget only)
-    budget = _workflow_budget(conn, run.execution_id)
-    if budget is None or budget.get("max_cost_usd") is None:
-        return False
-    conn.execute(
-        "INSERT INTO budget_scopes (scope, limit_micros) VALUES (%s, %s)"
-        " ON CONFLICT (scope) DO UPDATE SET limit_micros = budget_scopes.limit_micros + %s"
-        " WHERE budget_scopes.limit_micros IS NOT NULL",
-        (scope, to_micros(str(budget["max_cost_usd"])) + more, more),
-    )
-    return True
-
-
-def _workflow_budget(conn: psycopg.Connection[Any], execution_id: int) -> dict[str, Any] | None:
-    """The run's `budget` as its compiled machine passes it to the steps (`workflow.budget`)."""
-    row = conn.execute(
-        "SELECT d.definition FROM sfn_executions e JOIN sfn_definitions d"
-        " ON d.hash = e.definition_hash WHERE e.id = %s",
-        (execution_id,),
-    ).fetchone()
-    return _find_budget(json.loads(row[0])) if row else None
-
-
-def _find_budget(node: Any) -> dict[str, Any] | None:
-    if isinstance(node, dict):
-        workflow = node.get("workflow")
-        if isinstance(workflow, dict) and isinstance(workflow.get("budget"), dict):
-            return workflow["budget"]  # type: ignore[no-any-return]
-        children: Any = node.values()
-    elif isinstance(node, list):
-        children = node
-    else:
-        return None
-    for child in children:
-        found = _find_budget(child)
-        if found is not None:
-            return found
-    return None
+def refusal_of(gate: Gate) -> dict[str, Any] | None:
+    """The budget refusal a `budget` gate recorded (`{message, scope, limit_micros}`), if any."""
+    detail = (gate.request or {}).get("detail") if gate.kind == "budget" else None
+    return detail if isinstance(detail, dict) else None
 
 
 def cancel_run(

@@ -134,14 +134,18 @@ class BudgetGuard:
         """Micro-dollars to reserve for one call of `model` in this step."""
         assert self.ledger is not None
         if self.step_budget is not None and self.step_budget.max_cost_usd is not None:
-            cap = to_micros(str(self.step_budget.max_cost_usd))
             used = self.ledger.totals(self._step_scope())
+            cap = (  # the scope's stored limit: an operator may have raised it
+                used.limit_micros
+                if used.limit_micros is not None
+                else to_micros(str(self.step_budget.max_cost_usd))
+            )
             left = cap - used.spent_micros - used.reserved_micros
             if left <= 0:
                 raise BudgetExceededError(
-                    f"step {self.invocation.step_id} has used its budget of "
-                    f"${self.step_budget.max_cost_usd}",
+                    f"step {self.invocation.step_id} has used its budget of ${cap / 1e6:.6f}",
                     scope=self._step_scope().key,
+                    limit_micros=cap,
                 )
             return left
         average = self.ledger.average_cost(model, self.history_key)

@@ -136,14 +136,21 @@ class BudgetExceededError(StepError):
 
     name = StepErrorName.BUDGET
 
-    def __init__(self, message: str, *, scope: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, scope: str | None = None, limit_micros: int | None = None
+    ) -> None:
         super().__init__(message)
         self.scope = scope
+        self.limit_micros = limit_micros
+        """The money limit that refused (None: tokens, steps or time refused): what an operator
+        raises before resuming."""
 
     def cause(self) -> dict[str, Any]:
         out = super().cause()
         if self.scope is not None:
             out["scope"] = self.scope
+        if self.limit_micros is not None:
+            out["limit_micros"] = self.limit_micros
         return out
 
 

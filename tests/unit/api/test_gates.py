@@ -137,6 +137,7 @@ def test_a_run_the_budget_paused_succeeds_once_its_budget_is_raised(
 
     assert resumed.status_code == 200, resumed.text
     assert resumed.json()["budget_raised_usd"] == 1.5
+    assert resumed.json()["budget_raised_scope"] == f"run:{run_id}"
     with psycopg.connect(stack.engine.conninfo) as conn:
         row = conn.execute(
             "SELECT limit_micros FROM budget_scopes WHERE scope = %s", (f"run:{run_id}",)
@@ -153,6 +154,8 @@ def test_with_an_operators_role_only_operators_resume_and_the_budget_stays(
         ROLES_ENV,
         json.dumps({"support_lead": ["lead@example.com"], "operators": ["ops@example.com"]}),
     )
+    with psycopg.connect(stack.engine.conninfo) as conn:  # forget the estimate earlier runs left
+        conn.execute("DELETE FROM budget_averages")
     run_id = start(client, stack, "budget-pause", {}).json()["run_id"]
     wait_for(client, run_id, {"paused"})
 

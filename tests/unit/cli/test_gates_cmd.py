@@ -75,7 +75,7 @@ def test_a_run_refused_at_its_first_call_resumes_with_a_raised_budget(
     resumed = switchyard(env, "resume", run_id, "--raise-budget", "1")
 
     assert resumed.returncode == 0, resumed.stderr
-    assert "nothing to raise" not in resumed.stderr
+    assert f"raised run:{run_id} by $1.0" in resumed.stderr
     assert _status(env, run_id, "succeeded") == "succeeded"
     again = switchyard(env, "cancel", run_id)
     assert again.returncode == 1 and "has already ended (succeeded)" in again.stderr

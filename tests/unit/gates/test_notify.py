@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import sys
 import uuid
 from collections.abc import Iterator
@@ -120,6 +121,10 @@ def test_a_tool_call_waiting_for_approval_shows_no_secret_and_runs_with_it_when_
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     secret, task_token = "tok-live-4242", f"AQB-task-token-{uuid.uuid4().hex}"
+    # Every log line is checked, whatever level an earlier test of this process gave the
+    # functions' loggers (the REST API's tests run them at WARNING).
+    for function in ("tool_step", "approval_notify"):
+        caplog.set_level(logging.DEBUG, logger=f"switchyard.{function}")
     tool_defs = {
         "charge": {
             "description": "Charge an order.",

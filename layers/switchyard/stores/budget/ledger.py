@@ -87,6 +87,7 @@ def exceeded(
         f"budget of {scope} exceeded: ${spent / 1e6:.6f} spent and ${reserved / 1e6:.6f} reserved "
         f"of ${(limit or 0) / 1e6:.6f}; ${amount / 1e6:.6f} more does not fit",
         scope=scope,
+        limit_micros=limit or 0,
     )
 
 
