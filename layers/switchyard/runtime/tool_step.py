@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from switchyard.contract import StepInvocation, StepResult
@@ -23,10 +24,12 @@ from switchyard.runtime.step_io import (
     tool_definitions,
 )
 from switchyard.runtime.tools import CallScope, ToolGateway, ToolRegistry, ToolRequest
+from switchyard.runtime.tools.scripted import ScriptedToolRegistry
 
 
-def scripted_tool_output(invocation: StepInvocation) -> Any:
-    """The scripted output of this attempt of the step, or None when the script has none.
+def scripted_tool_answer(invocation: StepInvocation) -> Callable[[], Any] | None:
+    """What this attempt of the step answers from the script instead of calling its tool (its
+    output, or its scripted error raised), or None when the script has no entries for it.
 
     The script is the run's own (the local engine stores it with the run), else the file
     `SWITCHYARD_LLM_SCRIPT` names, as for agent and router steps: a script answers the same
@@ -49,9 +52,15 @@ def scripted_tool_output(invocation: StepInvocation) -> Any:
         invocation.attempt,
     )
     entry = entries[min(position(key), len(entries) - 1)]
-    if "error" in entry:
-        raise scripted_error(entry, invocation.step_id)
-    return entry.get("output")
+    if "output" not in entry and "error" not in entry:
+        return None  # an entry with neither: this attempt calls the tool
+
+    def answer() -> Any:
+        if "error" in entry:
+            raise scripted_error(entry, invocation.step_id)
+        return entry.get("output")
+
+    return answer
 
 
 def run_tool_step(
@@ -63,12 +72,12 @@ def run_tool_step(
 ) -> StepResult:
     """Run one attempt of a tool step; raises a `StepError` on failure.
 
-    When the script (`--llm-script`, `SWITCHYARD_LLM_SCRIPT`) has entries for this step, the step
-    answers from it and the tool is not called: an offline run of a workflow whose tools need the
-    network."""
-    scripted = scripted_tool_output(invocation)
-    if scripted is not None:
-        return finish(invocation, services, scripted)
+    When the script (`--llm-script`, `SWITCHYARD_LLM_SCRIPT`) has entries for this step, its
+    answer stands in for the tool at the moment the tool would run: an offline run of a workflow
+    whose tools need the network. Everything around the call is the real thing: budget, rendered
+    arguments, allow-list, `input_schema`, policy, loop detection, idempotency, audit and the
+    output's `output_schema`."""
+    scripted = scripted_tool_answer(invocation)
     step = ToolBody.model_validate(
         {k: v for k, v in step_fields(invocation).items() if k in ToolBody.model_fields}
     )
@@ -82,8 +91,11 @@ def run_tool_step(
     guard.start_attempt()
     context = context_for(invocation, services)
     args = render(step.args, context)
+    registry = ToolRegistry(tool_definitions(invocation))
+    if scripted is not None:
+        registry = ScriptedToolRegistry(registry, step.tool, scripted)
     gateway = ToolGateway(
-        ToolRegistry(tool_definitions(invocation)),
+        registry,
         stores=services.tools,
         env=services.tool_env,
         rate_limits=services.gate,

@@ -19,6 +19,7 @@ from switchyard.runtime import StepServices, run_tool_step
 from switchyard.runtime.errors import (
     HumanRequiredError,
     InvalidOutputError,
+    PolicyViolationError,
     RejectedError,
     TemplateRenderError,
     TransientError,
@@ -297,6 +298,69 @@ def test_a_script_stored_with_the_run_answers_the_step_and_the_tool_is_not_calle
     before = len(SENT)
     assert run_tool_step(scripted, StepServices()).output == {"invoice": "INV-scripted"}
     assert len(SENT) == before
+
+
+def _scripted(inv: StepInvocation, script: dict[str, Any]) -> StepInvocation:
+    return StepInvocation.model_validate({**inv.model_dump(), "llm_script": script})
+
+
+def test_a_scripted_call_goes_through_the_gateway_policy_audit_and_output_schema() -> None:
+    """The script stands in for the tool only: approval policy, audit and `output_schema` hold."""
+    defs = tool_defs("send_invoice")
+    defs["invoice"]["policy"] = {"require_approval_if": "args.amount > 40"}
+    step = tool_step(tool_defs=defs, output_schema={"type": "object", "required": ["invoice"]})
+    inv = _scripted(invocation("bill", step, inputs={"customer": "p"}, steps=STEPS), SCRIPT)
+    services = StepServices()
+    before = len(SENT)
+
+    with pytest.raises(HumanRequiredError) as info:
+        run_tool_step(inv, services)
+    assert info.value.request.kind == "tool_approval"
+    services.tools.decisions.record(
+        inv.context.run.id,
+        info.value.request.call_id or "",
+        ToolDecision("approved", reviewer="ops"),
+    )
+    assert run_tool_step(inv, services).output == {"invoice": "INV-scripted"}
+
+    assert len(SENT) == before  # the script answered; the tool never ran
+    audit = services.tools.audit.for_run(inv.context.run.id)
+    assert [(r.tool, r.outcome) for r in audit] == [
+        ("invoice", "human_required"),
+        ("invoice", "ok"),
+    ]
+    assert audit[-1].arguments == {"customer": "p", "amount": 42.5}
+    unchecked = tool_step(output_schema={"type": "object", "required": ["invoice"]})
+    bad = _scripted(
+        invocation("bill", unchecked, inputs={"customer": "p"}, steps=STEPS),
+        {"bill": [{"output": {"receipt": "R-1"}}]},
+    )
+    with pytest.raises(InvalidOutputError, match="invoice"):
+        run_tool_step(bad, StepServices())
+
+
+def test_a_scripted_error_is_the_tools_error_and_is_audited() -> None:
+    inv = invocation("bill", tool_step(), inputs={"customer": "q"}, steps=STEPS)
+    failing = _scripted(inv, {"bill": [{"error": "transient", "message": "upstream 503"}]})
+    services = StepServices()
+    with pytest.raises(TransientError, match="upstream 503"):
+        run_tool_step(failing, services)
+    (record,) = services.tools.audit.for_run(inv.context.run.id)
+    assert (record.outcome, record.error_type) == ("error", "transient")
+
+
+def test_a_scripted_call_with_arguments_outside_the_input_schema_is_refused() -> None:
+    defs = tool_defs("send_invoice")
+    defs["invoice"]["input_schema"] = {
+        "type": "object",
+        "properties": {"amount": {"type": "number", "maximum": 10}},
+    }
+    inv = _scripted(
+        invocation("bill", tool_step(tool_defs=defs), inputs={"customer": "r"}, steps=STEPS),
+        SCRIPT,
+    )
+    with pytest.raises(PolicyViolationError, match="amount"):
+        run_tool_step(inv, StepServices())
 
 
 def test_the_script_of_switchyard_llm_script_answers_tool_steps_too(
