@@ -20,12 +20,19 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from switchyard.api.errors import ApiError, BadRequestError, ConflictError, NotFoundError
+from switchyard.api.errors import (
+    ApiError,
+    BadRequestError,
+    ConflictError,
+    ForbiddenError,
+    NotFoundError,
+)
 from switchyard.api.messages import Request, Response, json_response, optional_string
 from switchyard.api.routing import Route
 from switchyard.api.workflows import CatalogEntry, find_workflow
 from switchyard.constants import API_KEY_ENV, LLM_SCRIPT_ENV
 from switchyard.engine import errors as engine_errors
+from switchyard.gates import GateForbiddenError
 from switchyard.local.model_access import has_model_credentials, needs_model
 from switchyard.local.report import (
     RUN_STATUSES,
@@ -241,6 +248,8 @@ def cancel(api: ApiContext, request: Request) -> Response:
         cancel_run(run, pool=api.pool, callbacks=api.commands, note=cause, reviewer=user)
     except RunEndedError as exc:
         raise ConflictError(str(exc), code="run_ended") from None
+    except GateForbiddenError as exc:
+        raise ForbiddenError(str(exc)) from None
     return json_response(
         200,
         {

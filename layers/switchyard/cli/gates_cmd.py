@@ -131,7 +131,7 @@ def _cancel(args: argparse.Namespace) -> int:
                 note=args.note or "cancelled from the command line",
                 reviewer=os.environ.get("USER", "cli"),
             )
-        except RunEndedError as exc:
+        except (RunEndedError, GateDecisionError) as exc:
             raise CommandError(str(exc), ExitCode.FAILED) from None
     say(f"cancelled {args.run_id}")
     return ExitCode.OK

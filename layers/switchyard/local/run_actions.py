@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from switchyard.constants import OPERATORS_ROLE
 from switchyard.gates import (
     Decision,
     Gate,
@@ -156,10 +157,19 @@ def cancel_run(
     callbacks: TaskCallbacks,
     note: str,
     reviewer: str | None = None,
+    roles: Roles | None = None,
 ) -> int:
     """Stop a run that has not ended (Step Functions' StopExecution, error `cancelled`). Its open
     gates are closed as cancelled (their task tokens are dead once the run stops), so no one is
-    left asked to decide them; returns how many were."""
+    left asked to decide them; returns how many were. When SWITCHYARD_ROLES defines `operators`,
+    only they may cancel (GateForbiddenError)."""
+    roles = roles if roles is not None else Roles.from_env()
+    if roles.deciding_role(None) is not None:
+        if reviewer is None:
+            raise GateForbiddenError(f"say who cancels: only {OPERATORS_ROLE} may")
+        refusal = roles.refusal(None, reviewer)
+        if refusal:
+            raise GateForbiddenError(refusal)
     if run.status in FINAL_STATUSES:
         raise RunEndedError(f"run {run.run_id} has already ended ({run.status})")
     callbacks.stop(run.execution_arn, "cancelled", note)

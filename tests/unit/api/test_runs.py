@@ -3,8 +3,12 @@ errors; listing; cancel."""
 
 from __future__ import annotations
 
-import httpx
+import json
 
+import httpx
+import pytest
+
+from switchyard.constants import ROLES_ENV
 from switchyard.engine.commands import StartExecution
 from tests.unit.api.support import CUSTOMER_SUPPORT_INPUT, Stack, start, unique, wait_for
 
@@ -193,6 +197,27 @@ def test_a_rejected_gate_fails_the_run(stack: Stack, client: httpx.Client) -> No
     failed = wait_for(client, run_id, {"failed"})
     assert failed["error"]["type"] == "rejected" and failed["error"]["step"] == "approve"
     assert "send" not in failed["steps"] or failed["steps"]["send"]["status"] != "completed"
+
+
+def test_with_an_operators_role_only_an_operator_cancels(
+    stack: Stack, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ROLES_ENV, json.dumps({"operators": ["ops@example.com"]}))
+    run_id = start(client, stack, "customer-support", CUSTOMER_SUPPORT_INPUT).json()["run_id"]
+    wait_for(client, run_id, {"waiting"})
+
+    anonymous = client.post(f"/runs/{run_id}/cancel")
+    outsider = client.post(f"/runs/{run_id}/cancel", headers={"X-Switchyard-User": "intern"})
+
+    assert anonymous.status_code == 403
+    assert anonymous.json()["error"]["message"] == "say who cancels: only operators may"
+    assert outsider.status_code == 403
+    assert outsider.json()["error"]["message"] == "intern may not decide for operators"
+    assert client.get(f"/runs/{run_id}").json()["status"] == "waiting"
+    operator = client.post(
+        f"/runs/{run_id}/cancel", headers={"X-Switchyard-User": "ops@example.com"}
+    )
+    assert operator.status_code == 200 and operator.json()["status"] == "cancelled"
 
 
 def test_a_waiting_run_is_cancelled_and_its_gate_closed(stack: Stack, client: httpx.Client) -> None:
