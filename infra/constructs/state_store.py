@@ -197,35 +197,10 @@ class StateStore(Construct):
             vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
         )
 
-        self.idempotency_table = dynamodb.Table(
-            self,
-            "IdempotencyTable",
-            partition_key=dynamodb.Attribute(
-                name=IDEMPOTENCY_KEY_ATTRIBUTE, type=dynamodb.AttributeType.STRING
-            ),
-            time_to_live_attribute=IDEMPOTENCY_TTL_ATTRIBUTE,
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
-            encryption_key=self.key,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            removal_policy=self.removal,
+        self.idempotency_table = self._table(
+            "IdempotencyTable", IDEMPOTENCY_KEY_ATTRIBUTE, ttl=IDEMPOTENCY_TTL_ATTRIBUTE
         )
-        self.budget_table = dynamodb.Table(
-            self,
-            "BudgetTable",
-            partition_key=dynamodb.Attribute(
-                name=BUDGET_KEY_ATTRIBUTE, type=dynamodb.AttributeType.STRING
-            ),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
-            encryption_key=self.key,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            removal_policy=self.removal,
-        )
+        self.budget_table = self._table("BudgetTable", BUDGET_KEY_ATTRIBUTE)
         self.output_bucket = s3.Bucket(
             self,
             "OutputBucket",
@@ -251,6 +226,22 @@ class StateStore(Construct):
             "only the platform's functions read and write this bucket, through IAM roles scoped "
             "to GetObject/PutObject; object-level access is auditable with CloudTrail data events, "
             "and an access-log bucket would itself need this exemption",
+        )
+
+    def _table(self, table_id: str, key: str, *, ttl: str | None = None) -> dynamodb.Table:
+        """A DynamoDB table keyed by `key`: on demand, encrypted with the key, PITR on."""
+        return dynamodb.Table(
+            self,
+            table_id,
+            partition_key=dynamodb.Attribute(name=key, type=dynamodb.AttributeType.STRING),
+            time_to_live_attribute=ttl,
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
+            encryption_key=self.key,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            removal_policy=self.removal,
         )
 
     def log_group(

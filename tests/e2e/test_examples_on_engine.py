@@ -9,7 +9,6 @@ customer-support runs the same way in tests/unit/cli/test_run_cmd.py (with its g
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.cli import cli_environment, switchyard
 from tests.e2e.examples import (
     STEP_STATUSES,
     expected_child_runs,
@@ -29,8 +29,6 @@ from tests.e2e.examples import (
     script_path,
     workflow_path,
 )
-from tests.pg import fresh_database
-from tests.unit.cli.test_run_cmd import switchyard
 
 EXAMPLES = ("document-processing", "content-moderation")
 
@@ -38,16 +36,8 @@ EXAMPLES = ("document-processing", "content-moderation")
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """The CLI's environment: a fresh database, a home of its own, no model key."""
-    with fresh_database() as conninfo:
-        environment = {
-            **os.environ,
-            "DATABASE_URL": conninfo,
-            "SWITCHYARD_HOME": str(tmp_path_factory.mktemp("home")),
-        }
-        environment.pop("ANTHROPIC_API_KEY", None)
-        environment.pop("SWITCHYARD_LLM_SCRIPT", None)
+    with cli_environment(tmp_path_factory.mktemp("home")) as environment:
         yield environment
-        switchyard(environment, "engine", "stop")
 
 
 def _json(text: str) -> Any:

@@ -6,30 +6,21 @@ by its items."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.pg import fresh_database
-from tests.unit.cli.test_run_cmd import switchyard
+from tests.cli import cli_environment, switchyard
 
 WORKFLOWS = Path(__file__).parent / "workflows"
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    with fresh_database() as conninfo:
-        environment = {
-            **os.environ,
-            "DATABASE_URL": conninfo,
-            "SWITCHYARD_HOME": str(tmp_path_factory.mktemp("home")),
-        }
-        environment.pop("SWITCHYARD_LLM_SCRIPT", None)
+    with cli_environment(tmp_path_factory.mktemp("home")) as environment:
         yield environment
-        switchyard(environment, "engine", "stop")
 
 
 def run(env: dict[str, str], workflow: str, *extra: str) -> tuple[int, dict[str, Any]]:

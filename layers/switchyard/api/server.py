@@ -9,7 +9,6 @@ The log has the method, path, status and time of each request, never a header or
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,6 +30,7 @@ from switchyard.api.errors import (
 )
 from switchyard.api.messages import Request, Response
 from switchyard.api.workflows import WorkflowCatalog, install_directory
+from switchyard.engine.api.server import serving_in_thread
 from switchyard.engine.engine import Engine
 
 log = logging.getLogger("switchyard.api")
@@ -205,16 +205,5 @@ def rest_api_in_thread(
     server = serve_rest_api(
         engine, host, port, workflows_dir=workflows_dir, token=token, report=report
     )
-    thread = threading.Thread(
-        target=server.serve_forever,
-        kwargs={"poll_interval": 0.1},
-        name="switchyard-rest-api",
-        daemon=True,
-    )
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serving_in_thread(server, "switchyard-rest-api") as serving:
+        yield serving

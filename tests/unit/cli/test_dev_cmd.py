@@ -17,8 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.cli import switchyard
 from tests.pg import fresh_database
-from tests.unit.cli.test_run_cmd import switchyard
 
 NOOP = """\
 switchyard: 1

@@ -5,15 +5,13 @@ ended cannot be cancelled; a paused run is cancelled."""
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.pg import fresh_database
-from tests.unit.cli.test_run_cmd import switchyard
+from tests.cli import cli_environment, switchyard
 
 WORKFLOW = """\
 switchyard: 1
@@ -29,15 +27,8 @@ SCRIPT = "summarize:\n  - {text: Revenue up 4%.}\n"
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    with fresh_database() as conninfo:
-        environment = {
-            **os.environ,
-            "DATABASE_URL": conninfo,
-            "SWITCHYARD_HOME": str(tmp_path_factory.mktemp("home")),
-            "USER": "tester",
-        }
+    with cli_environment(tmp_path_factory.mktemp("home"), USER="tester") as environment:
         yield environment
-        switchyard(environment, "engine", "stop")
 
 
 @pytest.fixture

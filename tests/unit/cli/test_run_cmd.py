@@ -4,16 +4,14 @@ the --json shape, gates decided by flag, by command and left waiting."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.cli import cli_environment, switchyard
 from tests.conftest import WORKFLOWS
-from tests.pg import fresh_database
 
 SCRIPT = WORKFLOWS / "scripts" / "customer-support.yaml"
 INPUT = WORKFLOWS / "inputs" / "customer-support.json"
@@ -22,32 +20,8 @@ EXAMPLE = WORKFLOWS / "customer-support.yaml"
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    with fresh_database() as conninfo:
-        environment = {
-            **os.environ,
-            "DATABASE_URL": conninfo,
-            "SWITCHYARD_HOME": str(tmp_path_factory.mktemp("home")),
-            "USER": "tester",
-        }
-        environment.pop("ANTHROPIC_API_KEY", None)
-        environment.pop("SWITCHYARD_LLM_SCRIPT", None)
+    with cli_environment(tmp_path_factory.mktemp("home"), USER="tester") as environment:
         yield environment
-        switchyard(environment, "engine", "stop")
-
-
-def switchyard(
-    env: dict[str, str], *args: str, stdin: str = ""
-) -> subprocess.CompletedProcess[str]:
-    script = Path(sys.executable).parent / "switchyard"
-    return subprocess.run(
-        [str(script), *args],
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def run_example(env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:

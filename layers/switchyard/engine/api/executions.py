@@ -152,19 +152,10 @@ def describe_state_machine_for_execution(api: ApiContext, request: Request) -> R
 
 
 def _description(row: ExecutionRow, *, data: bool) -> Response:
-    described: dict[str, Any] = {
-        "executionArn": row.arn,
-        "stateMachineArn": row.machine_arn,
-        "name": row.name,
-        "status": row.status,
-        "startDate": row.started_at,
-        "stopDate": row.stopped_at,
+    described = {
+        **_summary(row),
         "input": to_text(row.input) if data else None,
         "inputDetails": {"included": data},
-        "stateMachineVersionArn": row.version_arn,
-        "stateMachineAliasArn": row.options.get(ALIAS_OPTION),
-        "redriveCount": row.redrive_count,
-        "redriveDate": row.redrive_at,
     }
     if row.status == "SUCCEEDED":
         described["output"] = to_text(row.output) if data else None
@@ -180,20 +171,23 @@ def _description(row: ExecutionRow, *, data: bool) -> Response:
 
 
 def _list_item(row: ExecutionRow) -> dict[str, Any]:
-    return wire.compact(
-        {
-            "executionArn": row.arn,
-            "stateMachineArn": row.machine_arn,
-            "name": row.name,
-            "status": row.status,
-            "startDate": row.started_at,
-            "stopDate": row.stopped_at,
-            "stateMachineVersionArn": row.version_arn,
-            "stateMachineAliasArn": row.options.get(ALIAS_OPTION),
-            "redriveCount": row.redrive_count,
-            "redriveDate": row.redrive_at,
-        }
-    )
+    return wire.compact(_summary(row))
+
+
+def _summary(row: ExecutionRow) -> dict[str, Any]:
+    """What ListExecutions and DescribeExecution both say of an execution."""
+    return {
+        "executionArn": row.arn,
+        "stateMachineArn": row.machine_arn,
+        "name": row.name,
+        "status": row.status,
+        "startDate": row.started_at,
+        "stopDate": row.stopped_at,
+        "stateMachineVersionArn": row.version_arn,
+        "stateMachineAliasArn": row.options.get(ALIAS_OPTION),
+        "redriveCount": row.redrive_count,
+        "redriveDate": row.redrive_at,
+    }
 
 
 def _event(row: dict[str, Any], *, include_data: bool) -> dict[str, Any]:

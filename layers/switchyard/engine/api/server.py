@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 
 from switchyard.engine.api.protocol import CONTENT_TYPE, SfnApi
 from switchyard.engine.engine import Engine
@@ -18,6 +18,9 @@ from switchyard.engine.engine import Engine
 log = logging.getLogger(__name__)
 
 DEFAULT_SFN_PORT = 8083
+
+
+_Server = TypeVar("_Server", bound=ThreadingHTTPServer)
 
 
 class SfnApiServer(ThreadingHTTPServer):
@@ -67,12 +70,15 @@ def sfn_api_in_thread(
     engine: Engine, host: str = "127.0.0.1", port: int = 0
 ) -> Iterator[SfnApiServer]:
     """The endpoint served from a background thread while the block runs (tests, notebooks)."""
-    server = serve_sfn_api(engine, host, port)
+    with serving_in_thread(serve_sfn_api(engine, host, port), "switchyard-sfn-api") as server:
+        yield server
+
+
+@contextmanager
+def serving_in_thread(server: _Server, name: str) -> Iterator[_Server]:
+    """`server` answering from a daemon thread while the block runs; shut down and closed after."""
     thread = threading.Thread(
-        target=server.serve_forever,
-        kwargs={"poll_interval": 0.1},
-        name="switchyard-sfn-api",
-        daemon=True,
+        target=server.serve_forever, kwargs={"poll_interval": 0.1}, name=name, daemon=True
     )
     thread.start()
     try:

@@ -106,12 +106,10 @@ class Interpreter:
     def task_succeeded(
         self, execution: Execution, frame_id: int, attempt: int, result: Any
     ) -> Transition | None:
-        frame = self._waiting_task(execution, frame_id, attempt)
-        if frame is None:
+        waiting = self._waiting_task(execution, frame_id, attempt)
+        if waiting is None:
             return None
-        step = self._step(execution)
-        state = self._state(step, frame)
-        assert isinstance(state, Task)
+        step, frame, state = waiting
         return self._settle(
             step, frame, state, lambda: task_state.succeeded(step, frame, state, result)
         )
@@ -126,12 +124,10 @@ class Interpreter:
         *,
         timed_out: bool = False,
     ) -> Transition | None:
-        frame = self._waiting_task(execution, frame_id, attempt)
-        if frame is None:
+        waiting = self._waiting_task(execution, frame_id, attempt)
+        if waiting is None:
             return None
-        step = self._step(execution)
-        state = self._state(step, frame)
-        assert isinstance(state, Task)
+        step, frame, state = waiting
         return self._settle(
             step,
             frame,
@@ -143,12 +139,10 @@ class Interpreter:
         self, execution: Execution, frame_id: int, attempt: int, output: Any
     ) -> Transition | None:
         """A callback task's function returned; the task now waits for its token."""
-        frame = self._waiting_task(execution, frame_id, attempt)
-        if frame is None:
+        waiting = self._waiting_task(execution, frame_id, attempt)
+        if waiting is None:
             return None
-        step = self._step(execution)
-        state = self._state(step, frame)
-        assert isinstance(state, Task)
+        step, frame, state = waiting
         task_state.submitted(step, frame, state, output)
         return step.transition
 
@@ -234,13 +228,20 @@ class Interpreter:
     def _state(self, step: Step, frame: Frame) -> State:
         return step.program(frame.program).states[frame.state]
 
-    def _waiting_task(self, execution: Execution, frame_id: int, attempt: int) -> Frame | None:
+    def _waiting_task(
+        self, execution: Execution, frame_id: int, attempt: int
+    ) -> tuple[Step, Frame, Task] | None:
+        """The step, frame and Task state of a task waiting for this attempt's result; None for
+        a late result of an attempt that timed out or was cancelled, or of an ended execution."""
         frame = execution.frames.get(frame_id)
         if execution.status.is_final or frame is None:
             return None
         if frame.status is not FrameStatus.TASK or frame.attempt != attempt:
-            return None  # a late result of an attempt that timed out or was cancelled
-        return frame
+            return None
+        step = self._step(execution)
+        state = self._state(step, frame)
+        assert isinstance(state, Task)
+        return step, frame, state
 
     def _settle(
         self, step: Step, frame: Frame, state: State, action: Callable[[], Outcome]
