@@ -42,4 +42,7 @@ class Roles:
         role = self.deciding_role(assignee)
         if role is None or reviewer in self.people.get(role, frozenset()):
             return None
-        return f"{reviewer} may not decide for {role}"
+        return (
+            f"{reviewer} may not decide for {role}"
+            " (SWITCHYARD_ROLES lists who may; ask one of them)"
+        )

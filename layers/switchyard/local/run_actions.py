@@ -166,7 +166,9 @@ def cancel_run(
     roles = roles if roles is not None else Roles.from_env()
     if roles.deciding_role(None) is not None:
         if reviewer is None:
-            raise GateForbiddenError(f"say who cancels: only {OPERATORS_ROLE} may")
+            raise GateForbiddenError(
+                f"say who cancels (the X-Switchyard-User header): only {OPERATORS_ROLE} may"
+            )
         refusal = roles.refusal(None, reviewer)
         if refusal:
             raise GateForbiddenError(refusal)

@@ -44,7 +44,8 @@ def test_a_person_outside_the_gates_role_is_403(
     assert refused.status_code == 403
     assert refused.json()["error"] == {
         "code": "forbidden",
-        "message": "intern may not decide for support_lead",
+        "message": "intern may not decide for support_lead"
+        " (SWITCHYARD_ROLES lists who may; ask one of them)",
     }
     assert allowed.status_code == 200
     wait_for(client, waiting_run, {"succeeded"})
@@ -164,7 +165,8 @@ def test_with_an_operators_role_only_operators_resume_and_the_budget_stays(
     assert refused.status_code == 403
     assert refused.json()["error"] == {
         "code": "forbidden",
-        "message": "lead@example.com may not decide for operators",
+        "message": "lead@example.com may not decide for operators"
+        " (SWITCHYARD_ROLES lists who may; ask one of them)",
     }
     with psycopg.connect(stack.engine.conninfo) as conn:
         row = conn.execute(

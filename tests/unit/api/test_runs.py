@@ -210,9 +210,13 @@ def test_with_an_operators_role_only_an_operator_cancels(
     outsider = client.post(f"/runs/{run_id}/cancel", headers={"X-Switchyard-User": "intern"})
 
     assert anonymous.status_code == 403
-    assert anonymous.json()["error"]["message"] == "say who cancels: only operators may"
+    assert anonymous.json()["error"]["message"] == (
+        "say who cancels (the X-Switchyard-User header): only operators may"
+    )
     assert outsider.status_code == 403
-    assert outsider.json()["error"]["message"] == "intern may not decide for operators"
+    assert outsider.json()["error"]["message"] == (
+        "intern may not decide for operators (SWITCHYARD_ROLES lists who may; ask one of them)"
+    )
     assert client.get(f"/runs/{run_id}").json()["status"] == "waiting"
     operator = client.post(
         f"/runs/{run_id}/cancel", headers={"X-Switchyard-User": "ops@example.com"}

@@ -6,6 +6,7 @@ import pytest
 
 from switchyard.gates import Roles
 
+ASK = " (SWITCHYARD_ROLES lists who may; ask one of them)"
 ROLES = Roles(
     {
         "support_lead": frozenset({"lee@example.com"}),
@@ -23,14 +24,18 @@ def test_without_a_map_anyone_decides_any_gate() -> None:
     ("assignee", "reviewer", "refusal"),
     [
         ("support_lead", "lee@example.com", None),
-        ("support_lead", "ops@example.com", "ops@example.com may not decide for support_lead"),
+        (
+            "support_lead",
+            "ops@example.com",
+            "ops@example.com may not decide for support_lead" + ASK,
+        ),
         (
             "support_manager",
             "lee@example.com",
-            "lee@example.com may not decide for support_manager",
+            "lee@example.com may not decide for support_manager" + ASK,
         ),
         (None, "ops@example.com", None),
-        (None, "lee@example.com", "lee@example.com may not decide for operators"),
+        (None, "lee@example.com", "lee@example.com may not decide for operators" + ASK),
     ],
 )
 def test_a_map_limits_each_gate_to_its_role(
@@ -48,4 +53,4 @@ def test_a_map_without_operators_leaves_gates_without_an_assignee_to_anyone() ->
 
 def test_roles_are_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SWITCHYARD_ROLES", '{"operators": ["ops@example.com"]}')
-    assert Roles.from_env().refusal(None, "x") == "x may not decide for operators"
+    assert Roles.from_env().refusal(None, "x") == "x may not decide for operators" + ASK
