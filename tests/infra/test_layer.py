@@ -14,7 +14,7 @@ import pytest
 from infra import layer_build
 from tests.infra.synth import REPO
 
-NOT_IN_LAYER = {"pgserver", "jsonpath-ng", "orjson"}
+NOT_IN_LAYER = {"pgserver", "jsonpath-ng", "orjson", "uvicorn", "croniter", "ruamel.yaml"}
 """Runtime dependencies that only the local engine and CLI use (the handler-import test below
 checks that no function reaches them)."""
 
