@@ -124,7 +124,10 @@ def json_response(status: int, data: Any, headers: Mapping[str, str] | None = No
 
 
 def encode(data: Any) -> bytes:
-    return json.dumps(data, ensure_ascii=False, default=_default).encode()
+    try:
+        return json.dumps(data, ensure_ascii=False, default=_default).encode()
+    except UnicodeEncodeError:  # a lone surrogate echoed from a request: escape it as JSON does
+        return json.dumps(data, default=_default).encode()
 
 
 def _default(value: Any) -> Any:

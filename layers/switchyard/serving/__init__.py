@@ -12,6 +12,7 @@ from switchyard.serving.jsontext import (
     UnholdableJsonError,
     check_holdable,
     holdable_text_problem,
+    loads_bounded,
     loads_holdable,
 )
 from switchyard.serving.limits import Limits
@@ -24,6 +25,7 @@ __all__ = [
     "UnholdableJsonError",
     "check_holdable",
     "holdable_text_problem",
+    "loads_bounded",
     "loads_holdable",
     "serving_in_thread",
 ]

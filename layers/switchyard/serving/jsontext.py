@@ -33,6 +33,14 @@ class UnholdableJsonError(ValueError):
 def loads_holdable(text: str | bytes) -> Any:
     """The JSON value of `text`; UnholdableJsonError when it is not JSON (NaN and Infinity are not
     JSON either), nests too deep, or holds a NUL or a lone surrogate."""
+    value = loads_bounded(text)
+    check_holdable(value)
+    return value
+
+
+def loads_bounded(text: str | bytes) -> Any:
+    """The JSON value of `text`, nesting at most `MAX_JSON_DEPTH` levels; strings are not
+    checked (a caller that checks each member itself, naming it, uses this)."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -45,7 +53,6 @@ def loads_holdable(text: str | bytes) -> Any:
         raise UnholdableJsonError(f"it nests deeper than {MAX_JSON_DEPTH} levels") from None
     except ValueError as exc:
         raise UnholdableJsonError(str(exc)) from None
-    check_holdable(value)
     return value
 
 
