@@ -5,7 +5,8 @@ all, which UTF-8 cannot encode). Python's parser recurses once per nesting level
 JSON is parsed here, and refused with a reason instead of failing deep inside a handler:
 
 - nesting beyond `MAX_JSON_DEPTH` levels of arrays and objects;
-- a NUL or a lone surrogate in any string or object key.
+- a NUL or a lone surrogate in any string or object key;
+- a number too large for a double (`1e400` reads as infinity, which JSON cannot write back).
 
 Each API turns the reason into its own error: the REST API `400 invalid_json`, the Step
 Functions port the error Step Functions gives for that member (InvalidExecutionInput for an
@@ -15,6 +16,7 @@ execution's input, InvalidOutput for a task's output, SerializationException for
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -64,6 +66,8 @@ def check_holdable(value: Any) -> None:
         item, depth = stack.pop()
         if isinstance(item, str):
             _check_text(item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise UnholdableJsonError("a number is too large to hold (it reads as infinity)")
         elif isinstance(item, dict | list):
             if depth > MAX_JSON_DEPTH:
                 raise UnholdableJsonError(f"it nests deeper than {MAX_JSON_DEPTH} levels")
