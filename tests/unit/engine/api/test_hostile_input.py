@@ -1,0 +1,130 @@
+"""Input that PostgreSQL or Python cannot hold, sent to the Step Functions port: refused with the
+error Step Functions gives for that member (InvalidExecutionInput, InvalidOutput,
+ValidationException, SerializationException), never a 500, and nothing stored."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from switchyard.serving import MAX_JSON_DEPTH
+from tests.unit.engine.api.support import (
+    CALLBACK,
+    PIPELINE,
+    Endpoint,
+    create_machine,
+    pipeline_input,
+    unique,
+    wait_done,
+)
+
+
+@pytest.fixture(scope="module")
+def sfn(endpoint: Endpoint) -> Any:
+    return endpoint.client(validate=False)
+
+
+@pytest.fixture(scope="module")
+def machine(sfn: Any) -> str:
+    return create_machine(sfn, PIPELINE, "hostile")
+
+
+def _call(endpoint: Endpoint, operation: str, body: bytes) -> httpx.Response:
+    return httpx.post(
+        endpoint.url,
+        content=body,
+        headers={
+            "X-Amz-Target": f"AWSStepFunctions.{operation}",
+            "Content-Type": "application/x-amz-json-1.0",
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        ('{"value": "a\\u0000b"}', "NUL character"),
+        ('{"a\\u0000": 1}', "NUL character"),
+        ('{"value": "\\ud800"}', "lone surrogate"),
+        ('{"value": 1e400}', "too large"),
+        ("[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1), "deeper"),
+        ("[" * 50_000 + "]" * 50_000, "deeper"),
+    ],
+)
+def test_an_input_the_engine_cannot_store_is_invalid_execution_input(
+    sfn: Any, machine: str, data: str, problem: str
+) -> None:
+    name = unique("bad")
+    with pytest.raises(sfn.exceptions.InvalidExecutionInput) as refused:
+        sfn.start_execution(stateMachineArn=machine, name=name, input=data)
+    assert problem in refused.value.response["Error"]["Message"]
+    listed = sfn.list_executions(stateMachineArn=machine)["executions"]
+    assert name not in [execution["name"] for execution in listed]
+
+
+def test_an_input_with_an_escaped_surrogate_pair_is_stored_faithfully(
+    sfn: Any, machine: str
+) -> None:
+    data = json.dumps({"value": 2, "delay": 0, "route": "plain", "note": "\U0001f600 ok"})
+    arn = sfn.start_execution(stateMachineArn=machine, name=unique("pair"), input=data)[
+        "executionArn"
+    ]
+    described = sfn.describe_execution(executionArn=arn)
+    assert json.loads(described["input"])["note"] == "\U0001f600 ok"
+    assert wait_done(sfn, arn)["status"] == "SUCCEEDED"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"stateMachineArn": "arn:aws:states:us-east-1:0:stateMachine:m", "name": "a\\u0000"}',
+        b'{"stateMachineArn": "arn:aws:states:us-east-1:0:stateMachine:m\\ud800"}',
+    ],
+)
+def test_a_member_the_engine_cannot_store_is_a_validation_exception(
+    endpoint: Endpoint, body: bytes
+) -> None:
+    answer = _call(endpoint, "StartExecution", body)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["__type"] == "ValidationException"
+    assert "NUL character or a lone surrogate" in answer.json()["message"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"maxResults": 1e400}',
+        b'{"a": NaN}',
+        b"\xff\xfe{}",
+    ],
+)
+def test_a_body_that_is_not_holdable_json_is_a_serialization_exception(
+    endpoint: Endpoint, body: bytes
+) -> None:
+    answer = _call(endpoint, "ListStateMachines", body)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["__type"] in ("SerializationException", "ValidationException")
+
+
+def test_a_task_output_the_engine_cannot_store_is_invalid_output(
+    endpoint: Endpoint, sfn: Any
+) -> None:
+    machine = create_machine(sfn, CALLBACK, "hostile-callback")
+    name = unique("ask")
+    arn = sfn.start_execution(stateMachineArn=machine, name=name)["executionArn"]
+    token = endpoint.functions.token(name)
+    for output in ('{"a": "\\u0000"}', '"\\udc00"', "[" * 65 + "]" * 65):
+        with pytest.raises(sfn.exceptions.InvalidOutput):
+            sfn.send_task_success(taskToken=token, output=output)
+    assert sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
+    sfn.send_task_success(taskToken=token, output='{"fine": "\\u00e9"}')
+    assert json.loads(wait_done(sfn, arn)["output"]) == {"fine": "é"}
+
+
+def test_the_port_answers_normally_after_all_of_it(sfn: Any, machine: str) -> None:
+    arn = sfn.start_execution(stateMachineArn=machine, input=pipeline_input(3))["executionArn"]
+    assert json.loads(wait_done(sfn, arn)["output"]) == {"value": 6}
