@@ -32,6 +32,8 @@ DEFAULT_PORT = 8080
 REST_LIMITS = Limits(max_body=1024 * 1024)
 """A run's input is at most 256 KiB on Step Functions; 1 MiB leaves room for the JSON around it."""
 POOL_SIZE = 8
+POOL_NAME = "switchyard-rest-api"
+"""The pool's name, and its connections' `application_name` in `pg_stat_activity`."""
 
 
 class RestApiServer(HttpServer):
@@ -94,9 +96,9 @@ def serve_rest_api(
         min_size=1,
         max_size=POOL_SIZE,
         open=True,
-        kwargs={"autocommit": True},
+        kwargs={"autocommit": True, "application_name": POOL_NAME},
         check=ConnectionPool.check_connection,
-        name="switchyard-rest-api",
+        name=POOL_NAME,
     )
     context = ApiContext(
         engine, pool, catalog, scripts=scripts_directory(workflows_dir, scripts_dir), health=health
