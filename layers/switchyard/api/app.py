@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from http import HTTPStatus
 from typing import Any
 
 import psycopg
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
@@ -28,6 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from switchyard.api import gates, runs, workflows
 from switchyard.api.auth import BearerToken
 from switchyard.api.context import ApiContext
+from switchyard.api.document import openapi_document
 from switchyard.api.errors import (
     ApiError,
     BadRequestError,
@@ -88,7 +88,7 @@ def create_app(
     app.state.bearer = BearerToken(token)
     for router in (health_router, *API_ROUTERS, *routers):
         app.include_router(router)
-    app.openapi = _openapi(app, app.state.bearer)  # type: ignore[method-assign]
+    app.openapi = openapi_document(app, context, app.state.bearer)  # type: ignore[method-assign]
     app.add_exception_handler(ApiError, _api_error)  # type: ignore[arg-type]
     app.add_exception_handler(EngineError, _engine_error)  # type: ignore[arg-type]
     app.add_exception_handler(TimeoutError, _timeout)
@@ -233,39 +233,3 @@ class _Normalized:
                 path = path.rstrip("/") or "/"
             scope = {**scope, "path": path, "method": "GET" if method == "HEAD" else method}
         await self.app(scope, receive, send)
-
-
-# --- the OpenAPI document ---------------------------------------------------------------------
-
-
-def _openapi(app: FastAPI, bearer: BearerToken) -> Callable[[], dict[str, Any]]:
-    def build() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            document = get_openapi(
-                title=app.title,
-                version=app.version,
-                openapi_version="3.1.0",
-                description="switchyard's REST API (docs/api.md). Every error is"
-                ' `{"error": {"code", "message"}}`.',
-                routes=app.routes,
-            )
-            _drop_unused_validation_answers(document)
-            if bearer.required:
-                document.setdefault("components", {})["securitySchemes"] = {
-                    "bearer": {"type": "http", "scheme": "bearer"}
-                }
-                document["security"] = [{"bearer": []}]
-            app.openapi_schema = document
-        return app.openapi_schema
-
-    return build
-
-
-def _drop_unused_validation_answers(document: dict[str, Any]) -> None:
-    """FastAPI documents a 422 on every route with parameters; this API answers 400 instead."""
-    for operations in document.get("paths", {}).values():
-        for operation in operations.values():
-            operation.get("responses", {}).pop("422", None)
-    schemas = document.get("components", {}).get("schemas", {})
-    for name in ("HTTPValidationError", "ValidationError"):
-        schemas.pop(name, None)

@@ -24,12 +24,22 @@ JSON_TYPE = "application/json"
 Model = TypeVar("Model", bound=BaseModel)
 
 
+class _NoBody:
+    """No body at all (JSON `null` is a body, and not an object)."""
+
+    def __repr__(self) -> str:
+        return "NO_BODY"
+
+
+NO_BODY: Any = _NoBody()
+
+
 async def read_json(request: Request) -> Any:
-    """The body's JSON value; None when there is no body. The body is already bounded: the
+    """The body's JSON value; `NO_BODY` when there is none. The body is already bounded: the
     server read it whole, up to its limit, before the route ran."""
     body = await request.body()
     if not body.strip():
-        return None
+        return NO_BODY
     content_type = (request.headers.get("content-type") or JSON_TYPE).split(";")[0]
     content_type = content_type.strip().lower()
     if content_type != JSON_TYPE and not content_type.endswith("+json"):
@@ -45,8 +55,8 @@ async def read_json(request: Request) -> Any:
 
 
 def body_model(model: type[Model], value: Any) -> Model:
-    """`value` (a parsed body; None is `{}`) as `model`, or 400 naming every problem."""
-    if value is None:
+    """`value` (a parsed body; `NO_BODY` is `{}`) as `model`, or 400 naming every problem."""
+    if value is NO_BODY:
         value = {}
     if not isinstance(value, dict):
         raise BadRequestError(f"the body must be a JSON object, not {json_type(value)}")
@@ -68,6 +78,8 @@ def _problems(model: type[BaseModel], error: ValidationError) -> list[str]:
         ctx = item.get("ctx") or {}
         if "gt" in ctx:
             problems.append(f"'{name}' must be a number above {ctx['gt']}, not {given!r}")
+        elif "le" in ctx:
+            problems.append(f"'{name}' must be at most {ctx['le']}, not {given!r}")
         else:
             expected = _EXPECTED.get(item["type"], "of another type")
             problems.append(f"'{name}' must be {expected}, not {json_type(given)}")

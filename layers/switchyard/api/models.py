@@ -7,11 +7,40 @@ allow members a later version adds (a client must ignore what it does not know).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 RunStatus = Literal["running", "waiting", "paused", "succeeded", "failed", "cancelled", "timed_out"]
+
+
+NO_NUL = r"^[^\x00]*$"
+HOLDABLE_JSON_SCHEMA: dict[str, Any] = {
+    "description": "Any JSON value PostgreSQL can store: no NUL character in a string or key, no"
+    " lone surrogate, at most 64 levels of nesting (docs/api.md, Limits).",
+    "anyOf": [
+        {"type": "string", "pattern": NO_NUL},
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "null"},
+        {"type": "array", "items": {"$ref": "#/components/schemas/HoldableJson"}},
+        {
+            "type": "object",
+            "propertyNames": {"pattern": NO_NUL},
+            "additionalProperties": {"$ref": "#/components/schemas/HoldableJson"},
+        },
+    ],
+}
+"""Published as `#/components/schemas/HoldableJson` (the app adds it to the document)."""
+HOLDABLE_MARK = "x-switchyard-holdable-json"
+"""Pydantic cannot emit a `$ref` to a schema it does not own: a model field marks the place, and
+the app's document generation puts the reference there."""
+HoldableJson = Annotated[Any, WithJsonSchema({HOLDABLE_MARK: True})]
+HoldableText = Annotated[str, WithJsonSchema({"type": "string", "pattern": NO_NUL})]
+
+
+MAX_RAISE_USD = 1_000_000
+"""The most one resume raises a budget by; far more would overflow the ledger's columns."""
 
 
 class _Request(BaseModel):
@@ -26,31 +55,35 @@ class _Answer(BaseModel):
 
 
 class ApproveBody(_Request):
-    note: str | None = Field(None, description="Why; recorded with the decision.")
-    edits: dict[str, Any] | None = Field(
+    note: HoldableText | None = Field(None, description="Why; recorded with the decision.")
+    edits: dict[str, HoldableJson] | None = Field(
         None, description="New values of the fields the gate shows (when it allows edits)."
     )
 
 
 class RejectBody(_Request):
-    note: str | None = Field(None, description="Why; recorded with the decision.")
+    note: HoldableText | None = Field(None, description="Why; recorded with the decision.")
 
 
 class ResumeBody(_Request):
     raise_budget_usd: float | None = Field(
-        None, gt=0, description="Dollars to raise the budget that paused the run by, first."
+        None,
+        gt=0,
+        le=MAX_RAISE_USD,
+        description="Dollars to raise the budget that paused the run by, first.",
     )
-    note: str | None = None
+    note: HoldableText | None = None
 
 
 class CancelBody(_Request):
-    note: str | None = Field(None, description="The cancellation's cause.")
+    note: HoldableText | None = Field(None, description="The cancellation's cause.")
 
 
 RUN_INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "description": "The run's input: the workflow's `inputs` (GET /workflows/{name} shows them).",
-    "additionalProperties": True,
+    "propertyNames": {"pattern": NO_NUL},
+    "additionalProperties": {"$ref": "#/components/schemas/HoldableJson"},
 }
 
 

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import Response
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, Field
 
 from switchyard.api.catalog import CatalogEntry
 from switchyard.api.context import ApiContext
@@ -32,13 +32,16 @@ from switchyard.api.errors import (
     NotFoundError,
 )
 from switchyard.api.messages import (
+    NO_BODY,
     body_model,
     check_path_value,
     check_query,
     json_response,
+    json_type,
     read_json,
 )
 from switchyard.api.models import (
+    NO_NUL,
     RUN_INPUT_SCHEMA,
     CancelBody,
     Cancelled,
@@ -47,7 +50,7 @@ from switchyard.api.models import (
     RunStatus,
     RunView,
 )
-from switchyard.api.routing import STORABLE, Context, RunId, WorkflowName, errors
+from switchyard.api.routing import Context, RunId, WorkflowName, errors
 from switchyard.api.scripts import ScriptRefusedError
 from switchyard.api.workflows import Version, find_workflow
 from switchyard.constants import API_KEY_ENV, LLM_SCRIPT_ENV
@@ -132,8 +135,10 @@ def start_run(
     """Start a run; the body is the run's input."""
     check_query(request, ("version",))
     entry = find_workflow(api, name, version)
+    if body is not NO_BODY and not isinstance(body, dict):
+        raise BadRequestError(f"the body must be a JSON object, not {json_type(body)}")
     try:
-        inputs = check_inputs(entry.installed.workflow.inputs, body)
+        inputs = check_inputs(entry.installed.workflow.inputs, {} if body is NO_BODY else body)
     except InvalidRunInputError as exc:
         raise BadRequestError(
             "invalid run input: " + "; ".join(exc.problems),
@@ -261,11 +266,15 @@ def get_runs(
         RunStatus | None, BeforeValidator(_blank_is_none), Query(description="Only runs of it.")
     ] = None,
     workflow: Annotated[
-        str | None,
+        Annotated[str, Field(pattern=NO_NUL)] | None,
         BeforeValidator(_blank_is_none),
-        Query(pattern=STORABLE, description="Only runs of this workflow."),
+        Query(description="Only runs of this workflow (empty: of any)."),
     ] = None,
-    limit: Annotated[int | None, BeforeValidator(_blank_is_none), Query(ge=1, le=MAX_LIST)] = None,
+    limit: Annotated[
+        Annotated[int, Field(ge=1, le=MAX_LIST)] | None,
+        BeforeValidator(_blank_is_none),
+        Query(description="How many runs at most (default 50)."),
+    ] = None,
 ) -> Response:
     """The latest runs first."""
     check_query(request, ("status", "workflow", "limit"))

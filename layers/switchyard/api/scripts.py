@@ -47,6 +47,18 @@ class ScriptDirectory:
     root: Path
     max_bytes: int = MAX_SCRIPT_BYTES
 
+    def names(self) -> list[str]:
+        """The script files of the directory (not its subfolders), by name, for the document."""
+        try:
+            return sorted(
+                entry.name
+                for entry in os.scandir(self.root)
+                if entry.is_file(follow_symlinks=False)
+                and entry.name.lower().endswith((*_YAML_SUFFIXES, ".json"))
+            )
+        except OSError:
+            return []
+
     def load(self, name: str) -> dict[str, Any]:
         """The parsed, checked script `name` names; ScriptRefusedError otherwise."""
         shown = _shown(name)

@@ -15,9 +15,6 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
-"""Methods a route could have; any other (TRACE, CONNECT, made-up ones) is 501."""
-
 
 @dataclass(frozen=True)
 class Limits:
@@ -52,9 +49,6 @@ class BodyLimit:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
-            return
-        if scope["method"] not in KNOWN_METHODS:
-            await self._refuse(send, 501, "not_implemented", f"{scope['method']} is not served")
             return
         length = _content_length(scope)
         if length is not None and length > self.limits.max_body:

@@ -41,8 +41,9 @@ def test_head_answers_headers_only_and_other_methods_are_json_errors(
     assert head.status_code == 200 and head.content == b""
     assert client.request("OPTIONS", "/runs").status_code == 405
     traced = client.request("TRACE", "/runs")
-    assert traced.status_code == 501
-    assert traced.json()["error"]["code"] == "not_implemented"
+    assert traced.status_code == 405 and traced.headers["Allow"] == "GET"
+    made_up = client.request("BREW", "/runs")
+    assert made_up.status_code == 405 and made_up.json()["error"]["code"] == "method_not_allowed"
 
 
 def test_what_the_http_server_refuses_itself_is_json_too(stack: Stack) -> None:

@@ -159,10 +159,9 @@ def test_headers_over_the_limit_are_431_however_they_arrive(server: HttpServer) 
     assert _status(answer) == 431
 
 
-def test_a_method_no_route_could_have_is_501(server: HttpServer) -> None:
-    answer = httpx.request("TRACE", f"{server.url}/slow")
-    assert answer.status_code == 501
-    assert answer.json()["error"]["code"] == "not_implemented"
+def test_a_method_the_path_has_not_is_the_apps_to_answer(server: HttpServer) -> None:
+    answer = httpx.request("BREW", f"{server.url}/slow")
+    assert answer.status_code == 405
 
 
 def test_keep_alive_serves_many_requests_on_one_connection(server: HttpServer) -> None:
