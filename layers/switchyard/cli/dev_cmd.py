@@ -40,7 +40,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--host",
         default="127.0.0.1",
         help="address of the REST API (default 127.0.0.1: this machine only); the Step "
-        "Functions API, which has no authentication, stays on 127.0.0.1",
+        "Functions API stays on 127.0.0.1 (SigV4-checked when SWITCHYARD_SFN_ACCESS_KEY_ID and "
+        "SWITCHYARD_SFN_SECRET_ACCESS_KEY are set)",
     )
     parser.add_argument(
         "--workflows",
