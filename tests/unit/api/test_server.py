@@ -3,6 +3,7 @@ without tracebacks, the bearer token, and task tokens that never leave the serve
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 
@@ -11,7 +12,8 @@ import psycopg
 import pytest
 from fastapi import APIRouter
 
-from switchyard.api import Context, rest_api_in_thread
+from switchyard.api import Context, create_app, rest_api_in_thread
+from switchyard.api.aws import lambda_handler
 from tests.unit.api.support import CUSTOMER_SUPPORT_INPUT, Stack, start, wait_for
 
 TOKEN = "s3cret-token"
@@ -153,3 +155,25 @@ def test_task_tokens_never_appear_in_a_response(stack: Stack, client: httpx.Clie
     for answer in answers:
         assert answer.status_code == 200
         assert not any(token in answer.text for token in tokens)
+
+
+def test_the_same_app_serves_a_lambda_event_through_mangum(stack: Stack) -> None:
+    app = create_app(stack.server.context)
+    event = {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": "/workflows/noop",
+        "rawQueryString": "",
+        "headers": {"host": "api.example.com"},
+        "requestContext": {
+            "http": {"method": "GET", "path": "/workflows/noop", "sourceIp": "192.0.2.1"},
+            "requestId": "r-1",
+            "stage": "$default",
+        },
+        "isBase64Encoded": False,
+    }
+
+    answer = lambda_handler(app)(event, {})
+
+    assert answer["statusCode"] == 200
+    assert json.loads(answer["body"])["name"] == "noop"
