@@ -38,7 +38,9 @@ class HttpServer:
         self.limits = limits
         self._on_close = on_close
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.socket = socket.socket(family, socket.SOCK_STREAM)
+        # proto IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that say they are TCP, and
+        # without it the body, written after the headers, waits 40 ms for a delayed ACK
+        self.socket = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         try:
             self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             self.socket.bind((host, port))

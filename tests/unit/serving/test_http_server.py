@@ -190,3 +190,9 @@ def test_400_simultaneous_connections_are_all_answered(server: HttpServer) -> No
         for conn in connections:
             conn.close()
     assert [_status(answer) for answer in answers] == [200] * 400
+
+
+def test_the_listening_socket_is_tcp_so_connections_get_tcp_nodelay(server: HttpServer) -> None:
+    # asyncio disables Nagle only on sockets whose proto is TCP; without it each answer's body
+    # waits 40 ms for the delayed ACK of its headers (benchmarks/api.py measured it)
+    assert server.socket.proto == socket.IPPROTO_TCP
