@@ -218,7 +218,7 @@ def _model_options(api: ApiContext, header: str | None, entry: CatalogEntry) -> 
     """The run's stored model script (the header's, from the scripts directory; else the
     server's own SWITCHYARD_LLM_SCRIPT); a run whose agent steps could neither answer from a
     script nor call a model is refused."""
-    if header is not None:
+    if header:  # an empty header is no header, as it always was
         return {"llm_script": _script(api, header)}
     configured = os.environ.get(LLM_SCRIPT_ENV)
     if configured:  # the operator's own setting: trusted, read as `switchyard run` reads it

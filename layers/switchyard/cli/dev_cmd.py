@@ -99,6 +99,9 @@ def run(args: argparse.Namespace) -> int:
         else "no workflows directory"
     )
     say(f"REST API: {api.url} · {served}" + (" · bearer token required" if token else ""))
+    scripts = api.context.scripts
+    if scripts is not None:
+        say(f"model scripts (X-Switchyard-LLM-Script): {scripts.root}")
     say(f"Step Functions API: {process.sfn_url}")
     say("engine running · Ctrl-C stops")
     try:
