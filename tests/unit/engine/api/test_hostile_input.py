@@ -5,6 +5,7 @@ ValidationException, SerializationException), never a 500, and nothing stored.""
 from __future__ import annotations
 
 import json
+import socket
 from typing import Any
 
 import httpx
@@ -123,6 +124,49 @@ def test_a_task_output_the_engine_cannot_store_is_invalid_output(
     assert sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
     sfn.send_task_success(taskToken=token, output='{"fine": "\\u00e9"}')
     assert json.loads(wait_done(sfn, arn)["output"]) == {"fine": "é"}
+
+
+def _raw(endpoint: Endpoint, data: bytes) -> bytes:
+    with socket.create_connection(endpoint.server.server_address, timeout=10) as conn:
+        conn.sendall(data)
+        received = b""
+        while chunk := conn.recv(65536):
+            received += chunk
+    return received
+
+
+def test_a_400_mb_call_is_413_in_the_protocols_shape_before_it_is_read(
+    endpoint: Endpoint,
+) -> None:
+    answer = _raw(
+        endpoint,
+        b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Target: AWSStepFunctions.StartExecution\r\n"
+        b"Content-Type: application/x-amz-json-1.0\r\nContent-Length: 419430400\r\n\r\n{",
+    )
+    assert answer.startswith(b"HTTP/1.1 413")
+    body = json.loads(answer.split(b"\r\n\r\n", 1)[1])
+    assert body["__type"] == "RequestEntityTooLargeException"
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"POST / HTTP/9\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}",
+    ],
+)
+def test_a_malformed_call_gets_a_status_line_and_a_serialization_exception(
+    endpoint: Endpoint, request_bytes: bytes
+) -> None:
+    answer = _raw(endpoint, request_bytes)
+    assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["__type"] == "SerializationException"
+
+
+def test_a_method_other_than_post_is_405(endpoint: Endpoint) -> None:
+    answer = httpx.get(endpoint.url)
+    assert answer.status_code == 405
+    assert answer.json()["__type"] == "UnknownOperationException"
 
 
 def test_the_port_answers_normally_after_all_of_it(sfn: Any, machine: str) -> None:
