@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Iterable
 from http import HTTPStatus
 from typing import Any
@@ -179,27 +180,38 @@ def _http_error(request: Request, error: HTTPException) -> Response:
 
 
 class _Unexpected:
-    """Anything no handler answered: 500 with no detail; the traceback goes to the log."""
+    """Anything no handler answered: 500 with no detail; the traceback goes to the log. Each
+    request is logged at DEBUG with its method, path, status and time: never a header, a query
+    string or a body."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        started = False
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started_at = time.perf_counter()
+        status = 0
 
         async def tracked(message: Any) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
             await send(message)
 
         try:
             await self.app(scope, receive, tracked)
         except Exception:
-            log.exception("%s %s failed", scope.get("method"), scope.get("path"))
-            if started or scope["type"] != "http":
+            log.exception("%s %s failed", scope["method"], scope["path"])
+            if status:
                 raise
+            status = 500
             response = error_response(InternalError("the server failed to answer; see its log"))
             await response(scope, receive, send)
+        finally:
+            elapsed = (time.perf_counter() - started_at) * 1000
+            log.debug("%s %s %d %.1f ms", scope["method"], scope["path"], status, elapsed)
 
 
 # --- the token --------------------------------------------------------------------------------

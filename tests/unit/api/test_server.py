@@ -4,6 +4,7 @@ without tracebacks, the bearer token, and task tokens that never leave the serve
 from __future__ import annotations
 
 import json
+import logging
 import socket
 from collections.abc import Iterator
 
@@ -177,3 +178,13 @@ def test_the_same_app_serves_a_lambda_event_through_mangum(stack: Stack) -> None
 
     assert answer["statusCode"] == 200
     assert json.loads(answer["body"])["name"] == "noop"
+
+
+def test_the_request_log_has_method_path_status_and_time_and_no_query_or_header(
+    client: httpx.Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG, logger="switchyard.api"):
+        client.get("/runs", params={"workflow": "secret-query"}, headers={"X-Secret": "h3ader"})
+    lines = [r.getMessage() for r in caplog.records if r.name == "switchyard.api"]
+    assert any(line.startswith("GET /runs 200 ") and line.endswith(" ms") for line in lines)
+    assert "secret-query" not in caplog.text and "h3ader" not in caplog.text
