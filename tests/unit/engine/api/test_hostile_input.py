@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 from typing import Any
 
 import httpx
@@ -167,6 +168,37 @@ def test_a_method_other_than_post_is_405(endpoint: Endpoint) -> None:
     answer = httpx.get(endpoint.url)
     assert answer.status_code == 405
     assert answer.json()["__type"] == "UnknownOperationException"
+
+
+def test_400_simultaneous_connections_are_all_answered(endpoint: Endpoint) -> None:
+    call = (
+        b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Target: AWSStepFunctions.ListStateMachines\r\n"
+        b"Content-Type: application/x-amz-json-1.0\r\nContent-Length: 2\r\n"
+        b"Connection: close\r\n\r\n{}"
+    )
+    connections = [
+        socket.create_connection(endpoint.server.server_address, timeout=60) for _ in range(400)
+    ]
+    answers: list[bytes] = [b""] * len(connections)
+
+    def read(index: int) -> None:
+        received = b""
+        while chunk := connections[index].recv(65536):
+            received += chunk
+        answers[index] = received
+
+    try:
+        for conn in connections:  # all connected, then all sent, before any answer is read
+            conn.sendall(call)
+        readers = [threading.Thread(target=read, args=(i,)) for i in range(len(connections))]
+        for reader in readers:
+            reader.start()
+        for reader in readers:
+            reader.join(timeout=90)
+    finally:
+        for conn in connections:
+            conn.close()
+    assert [answer[:12] for answer in answers] == [b"HTTP/1.1 200"] * 400
 
 
 def test_the_port_answers_normally_after_all_of_it(sfn: Any, machine: str) -> None:
