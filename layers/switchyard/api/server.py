@@ -24,7 +24,8 @@ from switchyard.api.context import ApiContext, Health
 from switchyard.api.scripts import ScriptDirectory
 from switchyard.constants import SCRIPTS_DIR_ENV
 from switchyard.engine.engine import Engine
-from switchyard.serving import HttpServer, Limits, serving_in_thread
+from switchyard.serving import Limits
+from switchyard.serving.server import HttpServer, serving_in_thread
 
 log = logging.getLogger("switchyard.api")
 

@@ -15,7 +15,8 @@ import httpx
 import pytest
 from fastapi import FastAPI, Request
 
-from switchyard.serving import HttpServer, Limits, serving_in_thread
+from switchyard.serving import Limits
+from switchyard.serving.server import HttpServer, serving_in_thread
 
 LIMITS = Limits(max_body=64 * 1024, header_seconds=0.5, body_seconds=0.5, keep_alive_seconds=5)
 

@@ -26,7 +26,8 @@ from switchyard.engine.api.protocol import CONTENT_TYPE, SfnApi
 from switchyard.engine.api.sigv4 import SignedRequest, SigV4Credentials, verify
 from switchyard.engine.engine import Engine
 from switchyard.engine.errors import EngineError
-from switchyard.serving import HttpServer, Limits, serving_in_thread
+from switchyard.serving import Limits
+from switchyard.serving.server import HttpServer, serving_in_thread
 
 log = logging.getLogger(__name__)
 
