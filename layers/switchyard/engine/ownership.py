@@ -1,10 +1,14 @@
 """One engine owns a database at a time: a PostgreSQL advisory lock held on its own connection.
 
 A second engine waits for the lock; when the owner dies its connection closes, the lock is
-released, and the waiting engine takes over (and recovers the open executions)."""
+released, and the waiting engine takes over (and recovers the open executions). The lock also goes
+when only its connection dies (a terminated backend, a restarted server) while the engine lives:
+the engine notices (`alive`), stops committing, and takes the lock back if no one else has; the
+fencing epoch (`fencing.py`) makes sure two engines never both commit in the meantime."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from typing import Any
@@ -22,7 +26,7 @@ class Ownership:
 
     def acquire(self, *, wait: bool = True, stop: threading.Event | None = None) -> bool:
         """Take the lock; with `wait`, poll until it is free (or `stop` is set)."""
-        conn = psycopg.connect(self._conninfo, autocommit=True)
+        conn = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=10)
         while True:
             row = conn.execute("SELECT pg_try_advisory_lock(%s)", (ENGINE_LOCK,)).fetchone()
             if row and row[0]:
@@ -33,10 +37,30 @@ class Ownership:
                 return False
             time.sleep(self._poll)
 
+    def alive(self) -> bool:
+        """Whether the lock is still held: its connection answers (a dead one is let go)."""
+        if self._conn is None:
+            return False
+        try:
+            self._conn.execute("SELECT 1")
+        except psycopg.Error:
+            self.forget()
+            return False
+        return True
+
+    def forget(self) -> None:
+        """Let go of a connection that lost the lock with it (the server already released it)."""
+        if self._conn is not None:
+            with contextlib.suppress(psycopg.Error):  # a broken connection
+                self._conn.close()
+            self._conn = None
+
     def release(self) -> None:
         if self._conn is not None:
             try:
                 self._conn.execute("SELECT pg_advisory_unlock(%s)", (ENGINE_LOCK,))
+            except psycopg.Error:
+                pass  # a lost connection took the lock with it
             finally:
                 self._conn.close()
                 self._conn = None
