@@ -55,7 +55,7 @@ from switchyard.engine.commands import (
     TimerFired,
 )
 from switchyard.engine.dispatch import Dispatcher, FunctionRegistry, TaskOutcome
-from switchyard.engine.dispatch.workers import invoke
+from switchyard.engine.dispatch.workers import DATABASE_FAULT_PATIENCE, invoke
 from switchyard.engine.interpreter import (
     Execution,
     ExecutionStatus,
@@ -998,7 +998,12 @@ class Engine:
 
         def job() -> TaskOutcome:
             ok, result, error, cause = invoke(
-                spec, payload, function_arn=arn, timeout=request.timeout_seconds
+                spec,
+                payload,
+                function_arn=arn,
+                timeout=request.timeout_seconds,
+                patience=DATABASE_FAULT_PATIENCE,
+                stop=self._stop,
             )
             if not ok:
                 return TaskOutcome(key, False, error=error, cause=cause)

@@ -14,6 +14,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -25,6 +26,7 @@ from switchyard.engine.dispatch import FunctionRegistry
 from switchyard.engine.engine import Engine
 from switchyard.engine.serve import EngineProcess
 from tests.pg import fresh_database
+from tests.pg_private import private_server
 
 FN = "arn:aws:states:::lambda:invoke"
 THREE_STEPS = {
@@ -262,3 +264,56 @@ def test_a_commit_with_a_stale_epoch_is_rolled_back(database: str) -> None:
             owner.execute("INSERT INTO engine_commands (kind, payload) VALUES ('x', '{}')")
             fencing.Check(owner, epoch, 1).verify()
         assert owner.execute("SELECT count(*) FROM engine_commands").fetchone() == (0,)
+
+
+def test_a_postgresql_restart_under_load_loses_no_run(tmp_path: Path) -> None:
+    """On a server of the test's own, restarted three times while runs go through."""
+    with private_server(tmp_path) as server:
+        calls = Calls()
+        engine = Engine(server.conninfo, registry=calls.registry(), workers=8)
+        engine.start()
+        try:
+            arn = install_machine(engine)
+            names: list[str] = []
+            executions: list[str] = []
+            for restart in range(3):
+                wave = [f"run-{restart}-{i}" for i in range(30)]
+                names += wave
+                starting = ThreadPoolExecutor(max_workers=1).submit(start_runs, engine, arn, wave)
+                server.restart()
+                executions += starting.result(timeout=60)
+            statuses = [engine.wait(execution, timeout=60) for execution in executions]
+            assert statuses == ["SUCCEEDED"] * len(names)
+            assert entered_twice(server.conninfo) == []
+            assert len(calls.seen) == 3 * len(names)
+            assert {key: n for key, n in calls.seen.items() if n != 1} == {}
+            wait_until(lambda: engine.healthy)
+        finally:
+            engine.close()
+
+
+def test_a_task_that_lost_its_database_connection_is_called_again(database: str) -> None:
+    """The handler's own connection was lost (wrapped, as step errors wrap it): the engine calls
+    it again rather than failing the step, which has no Retry."""
+    attempts: list[int] = []
+    registry = FunctionRegistry()
+
+    def count(event: Any, context: Any) -> Any:
+        attempts.append(1)
+        if len(attempts) == 1:
+            try:
+                raise psycopg.OperationalError("server closed the connection unexpectedly")
+            except psycopg.OperationalError:
+                raise RuntimeError("transient: the ledger write failed") from None
+        return {"ok": True}
+
+    registry.register("count", count)
+    engine = Engine(database, registry=registry, workers=2)
+    engine.start()
+    try:
+        arn = install_machine(engine)
+        (execution,) = start_runs(engine, arn, ["once"])
+        assert engine.wait(execution, timeout=30) == "SUCCEEDED"
+        assert len(attempts) == 4  # A twice, then B and C
+    finally:
+        engine.close()
