@@ -1,7 +1,7 @@
 """A PostgreSQL server of a test's own (pgserver, in a temporary directory), for tests that must
 restart or stop PostgreSQL: never the shared server of `tests/pg.py`.
 
-    with private_server(tmp_path) as server:
+    with private_server() as server:
         ... server.conninfo ... server.restart() ...
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import subprocess
+import tempfile
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,7 +42,11 @@ class PrivateServer:
 
 
 @contextmanager
-def private_server(directory: Path, *, migrate: bool = True) -> Iterator[PrivateServer]:
+def private_server(*, migrate: bool = True) -> Iterator[PrivateServer]:
+    """In a directory of its own under the system's temporary directory: the server runs as
+    another user when the tests run as root, who may not enter pytest's private `tmp_path`."""
+    directory = Path(tempfile.mkdtemp(prefix="switchyard-pg-"))
+    directory.chmod(0o755)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR
         import pgserver
@@ -56,4 +61,4 @@ def private_server(directory: Path, *, migrate: bool = True) -> Iterator[Private
     finally:
         server.stop()  # here: a restarted server has another pid than the one pgserver knows
         handle.cleanup()
-        shutil.rmtree(directory / "pgdata", ignore_errors=True)
+        shutil.rmtree(directory, ignore_errors=True)

@@ -14,7 +14,6 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -266,9 +265,9 @@ def test_a_commit_with_a_stale_epoch_is_rolled_back(database: str) -> None:
         assert owner.execute("SELECT count(*) FROM engine_commands").fetchone() == (0,)
 
 
-def test_a_postgresql_restart_under_load_loses_no_run(tmp_path: Path) -> None:
+def test_a_postgresql_restart_under_load_loses_no_run() -> None:
     """On a server of the test's own, restarted three times while runs go through."""
-    with private_server(tmp_path) as server:
+    with private_server() as server:
         calls = Calls()
         engine = Engine(server.conninfo, registry=calls.registry(), workers=8)
         engine.start()
