@@ -164,6 +164,9 @@ class Engine:
         """Executions a batch has loaded or changed: forgotten if the batch does not commit."""
         self._inflight: dict[tuple[int, int, int], TaskRequest] = {}
         """Dispatched tasks by (execution, frame, attempt), so a result needs no query."""
+        self._abandoned: OrderedDict[tuple[int, int, int], TaskRequest] = OrderedDict()
+        """Tasks in flight when their frame was cancelled (a map item when the run failed): a
+        late result is not a transition, but what it spent still counts (bounded)."""
         self._ownership = ownership
         self._epoch = 0
         self._batch_number = 0
@@ -213,7 +216,13 @@ class Engine:
         self._store = EngineStore(self._conn)
         self._recorder = RunRecorder(self._conn)
 
-    def close(self) -> None:
+    def close(self, *, settle_seconds: float = 10.0) -> None:
+        """Stop. Tasks still running for frames that were cancelled (the items of a map whose
+        run failed) are waited for first, up to `settle_seconds`, so that what they spend is
+        counted on their run before a command that ran this engine exits."""
+        deadline = time.monotonic() + settle_seconds
+        while self._abandoned_running() and time.monotonic() < deadline and self.healthy:
+            time.sleep(0.02)
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
@@ -222,6 +231,9 @@ class Engine:
             self._pool.close()
         if self._conn is not None:
             self._conn.close()
+
+    def _abandoned_running(self) -> bool:
+        return bool(self._abandoned) and self._thread is not None and self._thread.is_alive()
 
     def __enter__(self) -> Engine:
         self.start()
@@ -653,6 +665,10 @@ class Engine:
                     execution, request, outcome.ok, outcome.value, cause=outcome.cause
                 )
             self._recorder.transition(transition, started=False, parent_id=None)
+        elif (late := self._abandoned.pop(command.outcome.key, None)) is not None:
+            self._recorder.task_result(  # the run has moved on; the money was spent anyway
+                execution, late, outcome.ok, outcome.value, cause=outcome.cause, late=True
+            )
         batch.add(transition)
 
     def _request(self, execution: Execution, frame_id: int, attempt: int) -> TaskRequest | None:
@@ -905,7 +921,17 @@ class Engine:
         for transition in batch.transitions:
             execution = transition.execution
             for frame_id, attempt in transition.settled_tasks:
-                self._inflight.pop((execution.id, frame_id, attempt), None)
+                key = (execution.id, frame_id, attempt)
+                request = self._inflight.pop(key, None)
+                frame = execution.frames.get(frame_id)
+                if (
+                    request is not None
+                    and frame is not None
+                    and frame.status is FrameStatus.CANCELLED
+                ):
+                    self._abandoned[key] = request
+                    while len(self._abandoned) > _MAX_ENDED:
+                        self._abandoned.popitem(last=False)
             for request in transition.tasks:
                 self._dispatch(execution, request)
             for op in transition.timers:
