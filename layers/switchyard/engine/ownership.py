@@ -15,6 +15,8 @@ from typing import Any
 
 import psycopg
 
+from switchyard.engine.outage import Backoff, is_connection_fault
+
 ENGINE_LOCK = 0x5357_454E  # "SWEN"
 
 
@@ -25,17 +27,37 @@ class Ownership:
         self._conn: psycopg.Connection[Any] | None = None
 
     def acquire(self, *, wait: bool = True, stop: threading.Event | None = None) -> bool:
-        """Take the lock; with `wait`, poll until it is free (or `stop` is set)."""
-        conn = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=10)
+        """Take the lock; with `wait`, poll until it is free (or `stop` is set), waiting out a
+        database that goes away meanwhile (without `wait`, its error is raised)."""
+        backoff = Backoff()
         while True:
-            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (ENGINE_LOCK,)).fetchone()
-            if row and row[0]:
-                self._conn = conn
-                return True
-            if not wait or (stop is not None and stop.is_set()):
-                conn.close()
-                return False
-            time.sleep(self._poll)
+            try:
+                return self._poll_lock(wait=wait, stop=stop)
+            except psycopg.Error as exc:
+                if not wait or not is_connection_fault(exc):
+                    raise
+            pause = backoff.next()
+            if stop is not None:
+                if stop.wait(pause):
+                    return False
+            else:
+                time.sleep(pause)
+
+    def _poll_lock(self, *, wait: bool, stop: threading.Event | None) -> bool:
+        conn = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=10)
+        try:
+            while True:
+                row = conn.execute("SELECT pg_try_advisory_lock(%s)", (ENGINE_LOCK,)).fetchone()
+                if row and row[0]:
+                    self._conn = conn
+                    return True
+                if not wait or (stop is not None and stop.is_set()):
+                    conn.close()
+                    return False
+                time.sleep(self._poll)
+        except BaseException:
+            conn.close()
+            raise
 
     def alive(self) -> bool:
         """Whether the lock is still held: its connection answers (a dead one is let go)."""
