@@ -131,9 +131,11 @@ class Engine:
         entropy: Entropy | None = None,
         batch_limit: int = 512,
         ownership: Ownership | None = None,
+        on_owner_again: Callable[[], None] | None = None,
     ) -> None:
         """`ownership`: the advisory lock this engine was started under, if any; it is watched
-        and taken back after a database fault (without it, a fenced-off engine just stops)."""
+        and taken back after a database fault (without it, a fenced-off engine just stops).
+        `on_owner_again`: called when a fenced-off engine has taken its database over again."""
         self.conninfo = conninfo
         self.registry = registry or FunctionRegistry()
         self.arns = arns or Arns()
@@ -168,6 +170,7 @@ class Engine:
         """Tasks in flight when their frame was cancelled (a map item when the run failed): a
         late result is not a transition, but what it spent still counts (bounded)."""
         self._ownership = ownership
+        self._on_owner_again = on_owner_again
         self._epoch = 0
         self._batch_number = 0
         self._healthy = False
@@ -1189,6 +1192,11 @@ class Engine:
         log.warning("this engine owns its database again (epoch %d)", self._epoch)
         self._standby = False
         self._healthy = True
+        if self._on_owner_again is not None:
+            try:
+                self._on_owner_again()
+            except Exception:  # an announcement, not a commit: the engine goes on
+                log.warning("could not announce this engine as the owner", exc_info=True)
 
     # --- recovery ------------------------------------------------------------------------------
 

@@ -61,6 +61,7 @@ class EngineProcess:
             registry=FunctionRegistry(functions_dir),
             workers=workers,
             ownership=self.ownership,
+            on_owner_again=self._register,  # `engine status` shows it again
         )
         self.listener = CommandListener(conninfo, self.engine.submit)
         self._sfn_port = sfn_port
