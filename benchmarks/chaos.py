@@ -3,6 +3,14 @@ a ledger through sql.query, and count what was lost or done twice (not a CI test
 
     .venv/bin/python benchmarks/chaos.py [--runs 450] [--kills 300] [--items 5] [--seed N]
         [--min-delay-ms 3] [--max-delay-ms 350] [--database-url CONNINFO]
+    .venv/bin/python benchmarks/chaos.py --database-faults [--runs 1000] [--items 3]
+        [--in-flight 40] [--seed N]
+
+With --database-faults the engine is never killed: PostgreSQL is (a server the benchmark starts
+itself with pgserver, never the shared one), restarted every 5-20 s, and backends are terminated
+at random every 0.5-3 s, while runs with a gate (its timeout approves) and SQL side effects go
+through (tests/e2e/db_chaos.py). Prints runs lost, stuck, duplicated SQL effects and the time from
+each fault to the engine's next committed progress.
 
 The same harness as tests/e2e/test_crash_safety.py (tests/e2e/engine_chaos.py), at scale: the
 engine runs as `python -m switchyard.engine.serve` on a fresh database of the test server
@@ -38,7 +46,11 @@ def main() -> int:
     parser.add_argument("--max-delay-ms", type=float, default=350.0)
     parser.add_argument("--finish-timeout", type=float, default=120.0)
     parser.add_argument("--database-url", help="an empty, migrated database (default: a fresh one)")
+    parser.add_argument("--database-faults", action="store_true", help="restart PostgreSQL instead")
+    parser.add_argument("--in-flight", type=int, default=40, help="with --database-faults")
     args = parser.parse_args()
+    if args.database_faults:
+        return _database_faults(args)
     config = ChaosConfig(
         runs=args.runs,
         kills=args.kills,
@@ -58,6 +70,25 @@ def main() -> int:
     else:
         with fresh_database() as conninfo:
             report = run_chaos(conninfo, config, log_dir, say=_say(started))
+    print(report.summary())
+    print("OK: nothing lost, stuck or duplicated" if report.ok else "FAILED")
+    return 0 if report.ok else 1
+
+
+def _database_faults(args: argparse.Namespace) -> int:
+    from tests.e2e.db_chaos import FaultConfig, run_database_faults
+    from tests.pg_private import private_server
+
+    config = FaultConfig(
+        runs=args.runs, items=args.items, in_flight=args.in_flight, seed=args.seed,
+        finish_timeout=max(args.finish_timeout, 300.0),
+    )  # fmt: skip
+    log_dir = Path(tempfile.mkdtemp(prefix="switchyard-dbchaos-"))
+    print(f"{config.runs} runs of {config.items + 2} ledger writes and a gate, "
+          f"{config.in_flight} in flight; engine logs in {log_dir}", flush=True)  # fmt: skip
+    started = time.monotonic()
+    with private_server() as server:
+        report = run_database_faults(server, config, log_dir, say=_say(started))
     print(report.summary())
     print("OK: nothing lost, stuck or duplicated" if report.ok else "FAILED")
     return 0 if report.ok else 1

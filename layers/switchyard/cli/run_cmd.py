@@ -137,7 +137,16 @@ def run(args: argparse.Namespace) -> int:
     if stopped_early and in_process:
         start_background_engine(database.conninfo)
         say("  a background engine goes on with the run (switchyard engine status)")
+    elif in_process:  # closing counted what map items still running when the run ended spent
+        view = _view(database.conninfo, arn)
     return _finish(view, args, time.monotonic() - started, run_id)
+
+
+def _view(conninfo: str, arn: str) -> RunView:
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        row = conn.execute("SELECT id FROM sfn_executions WHERE arn = %s", (arn,)).fetchone()
+        assert row is not None
+        return run_view(conn, int(row[0]))
 
 
 def _follow(

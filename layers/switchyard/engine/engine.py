@@ -6,10 +6,16 @@ whole batch in one transaction (history events, frames, timers, tasks, tokens, r
 only then acts: dispatches tasks to the worker pool, arms timers, answers API calls. A crash
 loses nothing committed; on start the engine re-dispatches the tasks that had not finished and
 re-arms the timers, and loads executions from their frames when an event arrives for them.
+
+A lost database connection is waited out (`outage.py`): the coordinator reconnects with capped,
+jittered backoff, learns whether the batch it was committing made it (`fencing.py`), and goes on;
+`healthy` is False meanwhile. Every transaction proves the engine still owns the database (the
+fencing epoch), so an engine that lost its lock never commits after another took over.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -29,7 +35,7 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from switchyard.engine import errors
+from switchyard.engine import errors, fencing
 from switchyard.engine.arns import Arns, machine_name, split_machine_arn
 from switchyard.engine.asl import (
     Entropy,
@@ -49,7 +55,7 @@ from switchyard.engine.commands import (
     TimerFired,
 )
 from switchyard.engine.dispatch import Dispatcher, FunctionRegistry, TaskOutcome
-from switchyard.engine.dispatch.workers import invoke
+from switchyard.engine.dispatch.workers import DATABASE_FAULT_PATIENCE, invoke
 from switchyard.engine.interpreter import (
     Execution,
     ExecutionStatus,
@@ -60,6 +66,8 @@ from switchyard.engine.interpreter import (
     TimerRequest,
     Transition,
 )
+from switchyard.engine.outage import Backoff, Outage, is_connection_fault
+from switchyard.engine.ownership import Ownership
 from switchyard.engine.prefetch import IdPool, Prefetch
 from switchyard.engine.records import RunRecorder
 from switchyard.engine.store import EngineStore, ExecutionRow
@@ -73,6 +81,11 @@ _NAME = r"^[0-9A-Za-z_-]{1,80}$"
 _MAX_CACHE = 2000
 _MAX_ENDED = 10_000
 _SCRIPTED_FUNCTIONS = frozenset({"agent_step", "router_step", "tool_step"})
+_LOCK_CHECK_SECONDS = 1.0
+_NOT_OWNER = (
+    "this engine stopped: another engine took its database over; it takes over again when"
+    " that one stops (switchyard engine status)"
+)
 
 
 def utc_now() -> datetime:
@@ -96,6 +109,16 @@ class _Batch:
             self.replies.append((command.reply, value, error))
 
 
+@dataclass
+class _Unsure:
+    """A batch whose connection died while it committed: whether it did is read back."""
+
+    number: int
+    commands: list[Command]
+    batch: _Batch
+    touched: set[int]
+
+
 class Engine:
     def __init__(
         self,
@@ -107,7 +130,12 @@ class Engine:
         clock: Clock = utc_now,
         entropy: Entropy | None = None,
         batch_limit: int = 512,
+        ownership: Ownership | None = None,
+        on_owner_again: Callable[[], None] | None = None,
     ) -> None:
+        """`ownership`: the advisory lock this engine was started under, if any; it is watched
+        and taken back after a database fault (without it, a fenced-off engine just stops).
+        `on_owner_again`: called when a fenced-off engine has taken its database over again."""
         self.conninfo = conninfo
         self.registry = registry or FunctionRegistry()
         self.arns = arns or Arns()
@@ -138,6 +166,28 @@ class Engine:
         """Executions a batch has loaded or changed: forgotten if the batch does not commit."""
         self._inflight: dict[tuple[int, int, int], TaskRequest] = {}
         """Dispatched tasks by (execution, frame, attempt), so a result needs no query."""
+        self._abandoned: OrderedDict[tuple[int, int, int], TaskRequest] = OrderedDict()
+        """Tasks in flight when their frame was cancelled (a map item when the run failed): a
+        late result is not a transition, but what it spent still counts (bounded)."""
+        self._ownership = ownership
+        self._on_owner_again = on_owner_again
+        self._epoch = 0
+        self._batch_number = 0
+        self._healthy = False
+        self._standby = False
+        """FencedOffError off: another engine owns the database; commands are refused."""
+        self._unsure: _Unsure | None = None
+        self._retry: list[Command] = []
+        """Commands of a batch lost to a database fault, applied again first."""
+        self._outage = Outage(log, "the engine")
+        self._backoff = Backoff()
+        self._lock_checked = 0.0
+
+    @property
+    def healthy(self) -> bool:
+        """Whether the engine can commit now: False while it waits out a database fault, and
+        after another engine took the database over."""
+        return self._healthy and not self._stop.is_set()
 
     # --- life cycle ----------------------------------------------------------------------------
 
@@ -145,17 +195,37 @@ class Engine:
         """Migrate, recover, and run the coordinator (the caller holds the ownership lock)."""
         with psycopg.connect(self.conninfo) as conn:
             apply_migrations(conn)
-        self._conn = psycopg.connect(self.conninfo, autocommit=False)
-        self._store = EngineStore(self._conn)
-        self._recorder = RunRecorder(self._conn)
+        self._connect()
+        assert self._conn is not None
+        self._epoch = fencing.claim(self._conn)
         self._pool = ConnectionPool(
-            self.conninfo, min_size=1, max_size=4, open=True, kwargs={"autocommit": True}
+            self.conninfo,
+            min_size=1,
+            max_size=4,
+            open=True,
+            kwargs={"autocommit": True, "connect_timeout": 10},
+            check=ConnectionPool.check_connection,  # a connection the server dropped is not lent
         )
         self._recover()
+        self._healthy = True
         self._thread = threading.Thread(target=self._loop, name="switchyard-engine", daemon=True)
         self._thread.start()
 
-    def close(self) -> None:
+    def _connect(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(psycopg.Error):  # a broken connection
+                self._conn.close()
+        self._conn = psycopg.connect(self.conninfo, autocommit=False, connect_timeout=10)
+        self._store = EngineStore(self._conn)
+        self._recorder = RunRecorder(self._conn)
+
+    def close(self, *, settle_seconds: float = 10.0) -> None:
+        """Stop. Tasks still running for frames that were cancelled (the items of a map whose
+        run failed) are waited for first, up to `settle_seconds`, so that what they spend is
+        counted on their run before a command that ran this engine exits."""
+        deadline = time.monotonic() + settle_seconds
+        while self._abandoned_running() and time.monotonic() < deadline and self.healthy:
+            time.sleep(0.02)
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
@@ -164,6 +234,9 @@ class Engine:
             self._pool.close()
         if self._conn is not None:
             self._conn.close()
+
+    def _abandoned_running(self) -> bool:
+        return bool(self._abandoned) and self._thread is not None and self._thread.is_alive()
 
     def __enter__(self) -> Engine:
         self.start()
@@ -184,6 +257,9 @@ class Engine:
     # --- commands (through the coordinator) ---------------------------------------------------
 
     def submit(self, command: Command, *, timeout: float | None = 30.0) -> Any:
+        """Apply a command; waits out a short database outage (up to `timeout`)."""
+        if self._standby:
+            raise errors.ServiceUnavailable(_NOT_OWNER)
         future: Future[Any] = Future()
         command.reply = future
         self._inbox.put(command)
@@ -233,11 +309,28 @@ class Engine:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            commands = self._take()
-            due = self._timers.pop_due(self._clock())
-            commands += [TimerFired(d.execution_id, d.frame, d.kind, d.attempt) for d in due]
-            if commands:
-                self._process(commands)
+            try:
+                if self._standby:
+                    self._take_over()
+                    continue
+                if not self._healthy:
+                    self._repair()
+                    continue
+                self._watch_lock()
+                commands, self._retry = self._retry, []
+                if not commands:
+                    commands = self._take()
+                due = self._timers.pop_due(self._clock())
+                commands += [TimerFired(d.execution_id, d.frame, d.kind, d.attempt) for d in due]
+                if commands:
+                    self._process(commands)
+            except fencing.FencedOffError as fenced:
+                self._step_down(fenced)
+            except Exception as exc:
+                if not is_connection_fault(exc, self._conn):
+                    raise
+                self._healthy = False
+                self._outage.failed(exc)
 
     def _take(self) -> list[Command]:
         next_at = self._timers.next_at()
@@ -262,15 +355,24 @@ class Engine:
         assert self._conn is not None and self._store is not None
         batch = _Batch()
         self._touched.clear()
+        number = self._next_batch_number()
         try:
             with self._conn.pipeline(), self._conn.transaction():
+                fence = fencing.Check(self._conn, self._epoch, number)
                 self._prefetch = Prefetch.read(
                     self._store, commands, self._ids, cached=self._cache.__contains__
                 )
                 for command in commands:
                     self._apply_unguarded(command, batch)
                 self._store.write_transitions(batch.transitions)
-        except Exception:
+                fence.verify()
+        except fencing.FencedOffError:
+            self._retry = commands + self._retry  # refused by `_step_down`
+            raise
+        except Exception as exc:
+            if is_connection_fault(exc, self._conn):
+                self._unsure = _Unsure(number, commands, batch, set(self._touched))
+                raise
             log.debug("a batch of %d commands is applied again one by one", len(commands))
             for execution_id in self._touched:
                 self._evict(execution_id)
@@ -283,12 +385,21 @@ class Engine:
     def _process_one_by_one(self, commands: list[Command]) -> None:
         assert self._conn is not None and self._store is not None
         batch = _Batch()
+        self._touched.clear()
+        number = self._next_batch_number()
         try:
             with self._conn.transaction():
+                fencing.Check(self._conn, self._epoch, number).verify()
                 for command in commands:
                     self._apply_one(command, batch)
                 self._store.write_transitions(batch.transitions)
+        except fencing.FencedOffError:
+            self._retry = commands + self._retry  # refused by `_step_down`
+            raise
         except Exception as exc:
+            if is_connection_fault(exc, self._conn):
+                self._unsure = _Unsure(number, commands, batch, set(self._touched))
+                raise
             log.exception("a batch of %d commands failed to commit", len(commands))
             self._after_failed_batch(commands, batch, exc)
             return
@@ -315,6 +426,8 @@ class Engine:
             batch.reply(command, error=error)
             return
         except Exception as error:
+            if is_connection_fault(error, self._conn):
+                raise  # the whole batch waits for the database, not only this command
             log.exception("command %s failed", type(command).__name__)
             if self._current_execution_id is not None:
                 self._evict(self._current_execution_id)
@@ -555,6 +668,10 @@ class Engine:
                     execution, request, outcome.ok, outcome.value, cause=outcome.cause
                 )
             self._recorder.transition(transition, started=False, parent_id=None)
+        elif (late := self._abandoned.pop(command.outcome.key, None)) is not None:
+            self._recorder.task_result(  # the run has moved on; the money was spent anyway
+                execution, late, outcome.ok, outcome.value, cause=outcome.cause, late=True
+            )
         batch.add(transition)
 
     def _request(self, execution: Execution, frame_id: int, attempt: int) -> TaskRequest | None:
@@ -807,7 +924,17 @@ class Engine:
         for transition in batch.transitions:
             execution = transition.execution
             for frame_id, attempt in transition.settled_tasks:
-                self._inflight.pop((execution.id, frame_id, attempt), None)
+                key = (execution.id, frame_id, attempt)
+                request = self._inflight.pop(key, None)
+                frame = execution.frames.get(frame_id)
+                if (
+                    request is not None
+                    and frame is not None
+                    and frame.status is FrameStatus.CANCELLED
+                ):
+                    self._abandoned[key] = request
+                    while len(self._abandoned) > _MAX_ENDED:
+                        self._abandoned.popitem(last=False)
             for request in transition.tasks:
                 self._dispatch(execution, request)
             for op in transition.timers:
@@ -900,7 +1027,12 @@ class Engine:
 
         def job() -> TaskOutcome:
             ok, result, error, cause = invoke(
-                spec, payload, function_arn=arn, timeout=request.timeout_seconds
+                spec,
+                payload,
+                function_arn=arn,
+                timeout=request.timeout_seconds,
+                patience=DATABASE_FAULT_PATIENCE,
+                stop=self._stop,
             )
             if not ok:
                 return TaskOutcome(key, False, error=error, cause=cause)
@@ -909,13 +1041,22 @@ class Engine:
         self._dispatcher.submit(spec, job)
 
     def _stop_children(self, execution: Execution, frame_id: int, attempt: int) -> None:
-        with self.read() as store:
-            rows = store.conn.execute(
-                "SELECT arn FROM sfn_executions WHERE status = 'RUNNING' AND"
-                " (parent->>'execution_id')::bigint = %s"
-                " AND (parent->>'frame')::int = %s AND (parent->>'attempt')::int = %s",
-                (execution.id, frame_id, attempt),
-            ).fetchall()
+        backoff = Backoff()
+        while True:  # after a commit: wait for the database rather than leave children running
+            try:
+                with self.read() as store:
+                    rows = store.conn.execute(
+                        "SELECT arn FROM sfn_executions WHERE status = 'RUNNING' AND"
+                        " (parent->>'execution_id')::bigint = %s"
+                        " AND (parent->>'frame')::int = %s AND (parent->>'attempt')::int = %s",
+                        (execution.id, frame_id, attempt),
+                    ).fetchall()
+                break
+            except Exception as exc:
+                if not is_connection_fault(exc) or self._stop.is_set():
+                    raise
+                self._outage.failed(exc)
+                self._stop.wait(backoff.next())
         for (arn,) in rows:
             self._inbox.put(
                 StopExecution(arn, error="States.Aborted", cause="The parent execution stopped")
@@ -931,6 +1072,131 @@ class Engine:
                 self._inbox.put(command)  # results must not be lost: apply them again
             elif command.reply is not None and not command.reply.done():
                 command.reply.set_exception(error)
+
+    # --- database faults -----------------------------------------------------------------------
+
+    def _next_batch_number(self) -> int:
+        self._batch_number += 1
+        return self._batch_number
+
+    def _watch_lock(self) -> None:
+        """Once a second, check that the ownership lock's connection still holds it; if not,
+        repair as after any fault (take the lock back unless another engine has it)."""
+        if self._ownership is None:
+            return
+        now = time.monotonic()
+        if now - self._lock_checked < _LOCK_CHECK_SECONDS:
+            return
+        self._lock_checked = now
+        if not self._ownership.alive():
+            self._healthy = False
+            self._outage.failed(ConnectionError("the engine lock's connection was lost"))
+
+    def _repair(self) -> None:
+        """One attempt to get back to a working state after a fault; waits (capped, jittered
+        backoff) before returning if the database is still out."""
+        try:
+            self._reconnect()
+        except fencing.FencedOffError:
+            raise
+        except Exception as exc:
+            if not is_connection_fault(exc, self._conn):
+                raise
+            self._outage.failed(exc)
+            self._stop.wait(self._backoff.next())
+            return
+        self._backoff.reset()
+        self._healthy = True
+        self._outage.recovered(f"{len(self._retry)} commands to apply again")
+
+    def _reconnect(self) -> None:
+        assert self._pool is not None
+        self._connect()  # always a new one: a pipeline cut short can leave the old one unusable
+        assert self._conn is not None
+        current = fencing.state(self._conn)
+        if current.epoch != self._epoch:
+            raise fencing.FencedOffError(self._epoch)
+        if self._unsure is not None:
+            self._settle_unsure(committed=current.batch == self._unsure.number)
+        if self._ownership is not None and not self._ownership.alive():
+            if not self._ownership.acquire(wait=False):
+                raise fencing.FencedOffError(self._epoch)  # another engine holds the lock now
+            epoch = fencing.reclaim(self._conn, self._epoch)
+            if epoch is None:  # someone owned the database meanwhile: our memory is stale
+                raise fencing.FencedOffError(self._epoch)
+            self._epoch, self._batch_number = epoch, 0
+
+    def _settle_unsure(self, *, committed: bool) -> None:
+        """Finish the batch the fault interrupted: act on it if it committed, else apply its
+        commands again (its executions are read back from the database)."""
+        unsure, self._unsure = self._unsure, None
+        assert unsure is not None
+        if committed:
+            self._after_commit(unsure.batch)
+            return
+        for execution_id in unsure.touched:
+            self._evict(execution_id)
+        for transition in unsure.batch.transitions:
+            self._evict(transition.execution.id)
+        self._retry = unsure.commands + self._retry
+
+    def _step_down(self, fenced: fencing.FencedOffError) -> None:
+        """Another engine owns the database: forget everything held in memory (the new owner
+        recovers it from the database) and refuse commands until this one takes over again."""
+        log.error("%s", fenced)
+        self._healthy = False
+        self._standby = True
+        if self._unsure is not None:
+            self._retry = self._unsure.commands + self._retry
+        self._unsure = None
+        for command in self._retry:
+            if command.reply is not None and not command.reply.done():
+                command.reply.set_exception(errors.ServiceUnavailable(_NOT_OWNER))
+        self._retry = []
+        self._cache.clear()
+        self._by_arn.clear()
+        self._timers = TimerHeap()
+        self._inflight.clear()
+        self._refuse_waiting_commands()
+
+    def _refuse_waiting_commands(self) -> None:
+        while True:
+            try:
+                command = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            if command.reply is not None and not command.reply.done():
+                command.reply.set_exception(errors.ServiceUnavailable(_NOT_OWNER))
+
+    def _take_over(self) -> None:
+        """A fenced-off engine under an ownership lock waits for it, as a second engine does,
+        then claims a new epoch and recovers; without a lock it stays stopped."""
+        self._refuse_waiting_commands()
+        if self._ownership is None:
+            self._stop.wait(0.25)
+            return
+        try:
+            if not self._ownership.alive() and not self._ownership.acquire(wait=False):
+                self._stop.wait(0.25)
+                return
+            self._connect()
+            assert self._conn is not None
+            self._epoch, self._batch_number = fencing.claim(self._conn), 0
+            self._recover()
+        except Exception as exc:
+            if not is_connection_fault(exc, self._conn):
+                raise
+            self._outage.failed(exc)
+            self._stop.wait(self._backoff.next())
+            return
+        log.warning("this engine owns its database again (epoch %d)", self._epoch)
+        self._standby = False
+        self._healthy = True
+        if self._on_owner_again is not None:
+            try:
+                self._on_owner_again()
+            except Exception:  # an announcement, not a commit: the engine goes on
+                log.warning("could not announce this engine as the owner", exc_info=True)
 
     # --- recovery ------------------------------------------------------------------------------
 

@@ -35,3 +35,5 @@ TaskDoesNotExist = _error("TaskDoesNotExist")
 TaskTimedOut = _error("TaskTimedOut")
 ResourceNotFound = _error("ResourceNotFound")
 ValidationException = _error("ValidationException")
+ServiceUnavailable = _error("ServiceUnavailable", 503)
+"""The engine cannot take commands now (another engine owns its database)."""

@@ -103,9 +103,12 @@ class RunRecorder:
         value: Any,
         *,
         cause: str | None = None,
+        late: bool = False,
     ) -> None:
         """A step function returned: count its cost and tokens, or those a failed attempt
-        reported in its error's `cause`; a gate closed: run again."""
+        reported in its error's `cause`; a gate closed: run again. `late`: its frame had been
+        cancelled (the run failed or moved on while it ran): only its spend is counted, so that
+        the run's cost is what the budget ledger settled."""
         if workflow_of(execution) is None:
             return
         payload = _payload(request)
@@ -153,7 +156,7 @@ class RunRecorder:
             (execution.id, step_id, item, int(result.get("attempts") or 1), cost, tokens_in,
              tokens_out, cached, usage.get("model"), usage.get("provider")),
         )  # fmt: skip
-        if item and ok:  # a map item or loop iteration: it finished, the step record comes later
+        if item and ok and not late:  # a map item or loop iteration: the step record comes later
             self._conn.execute(
                 "UPDATE task_runs SET status = 'completed', output = %s::jsonb, ended_at = now()"
                 " WHERE execution_id = %s AND step_id = %s AND item = %s",

@@ -26,6 +26,7 @@ from switchyard.engine.commands import (
     StartExecution,
     StopExecution,
 )
+from switchyard.engine.outage import Backoff, Outage
 
 log = logging.getLogger(__name__)
 CHANNEL = "switchyard_commands"
@@ -80,17 +81,25 @@ class CommandListener:
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
+        outage = Outage(log, "the command listener")
+        backoff = Backoff()
         while not self._stop.is_set():
             try:
-                with psycopg.connect(self._conninfo, autocommit=True) as conn:
+                with psycopg.connect(self._conninfo, autocommit=True, connect_timeout=10) as conn:
+                    if outage.ongoing:  # what it had taken when the connection died, again
+                        conn.execute(
+                            "UPDATE engine_commands SET status = 'pending' WHERE status = 'taken'"
+                        )
                     conn.execute(f"LISTEN {CHANNEL}")
+                    outage.recovered()
+                    backoff.reset()
                     while not self._stop.is_set():
                         self._drain(conn)
                         for _ in conn.notifies(timeout=0.5, stop_after=1):
                             pass
-            except psycopg.Error:
-                log.exception("the command listener lost its connection; reconnecting")
-                time.sleep(0.5)
+            except psycopg.Error as exc:
+                outage.failed(exc)
+                self._stop.wait(backoff.next())
 
     def _drain(self, conn: psycopg.Connection[Any]) -> None:
         rows = conn.execute(

@@ -56,7 +56,13 @@ class EngineProcess:
     ) -> None:
         self.conninfo = conninfo
         self.ownership = Ownership(conninfo)
-        self.engine = Engine(conninfo, registry=FunctionRegistry(functions_dir), workers=workers)
+        self.engine = Engine(
+            conninfo,
+            registry=FunctionRegistry(functions_dir),
+            workers=workers,
+            ownership=self.ownership,
+            on_owner_again=self._register,  # `engine status` shows it again
+        )
         self.listener = CommandListener(conninfo, self.engine.submit)
         self._sfn_port = sfn_port
         self._servers: list[tuple[Any, threading.Thread | None]] = []
@@ -111,7 +117,13 @@ class EngineProcess:
         self.ownership.release()
 
     def _register(self) -> None:
-        with psycopg.connect(self.conninfo, autocommit=True) as conn:
+        """This engine owns the database now: any other row is an engine that died (killed,
+        or its machine gone) without removing its own, so it is removed here."""
+        with psycopg.connect(self.conninfo, autocommit=True) as conn, conn.transaction():
+            conn.execute(
+                "DELETE FROM engine_instances WHERE NOT (pid = %s AND host = %s)",
+                (os.getpid(), socket.gethostname()),
+            )
             conn.execute(
                 "INSERT INTO engine_instances (pid, host, sfn_url) VALUES (%s, %s, %s)"
                 " ON CONFLICT (host, pid) DO UPDATE SET sfn_url = EXCLUDED.sfn_url,"
@@ -142,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s"
     )
+    logging.getLogger("pgserver").setLevel(logging.WARNING)  # its INFO is a line per step
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

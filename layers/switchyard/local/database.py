@@ -3,6 +3,8 @@ kept under the user's data directory, started on demand and stopped when its las
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
 import warnings
 from dataclasses import dataclass
@@ -53,12 +55,55 @@ def open_database(*, migrate: bool = True) -> Database:
     return database
 
 
+_opened: dict[str, Database] = {}
+"""The embedded servers this process uses, by conninfo."""
+
+
+def is_embedded(conninfo: str) -> bool:
+    """Whether `conninfo` is the embedded server this process opened (a background engine must
+    then open it itself, to be one of its users)."""
+    return conninfo in _opened
+
+
 def _embedded() -> Database:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR on servers
         import pgserver
 
-        server = pgserver.get_server(  # type: ignore[attr-defined]
-            data_dir() / "postgres", cleanup_mode="stop"
-        )
-    return Database(server.get_uri(), server)
+        pgdata = data_dir() / "postgres"
+        _forget_dead_users(pgdata)
+        server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
+    # Runs before pgserver's own exit handler (registered earlier; handlers run last first), so
+    # that a user killed earlier does not keep the server up after this last live one exits.
+    atexit.register(_forget_dead_users, server.pgdata)
+    database = Database(server.get_uri(), server)
+    _opened[database.conninfo] = database
+    return database
+
+
+def _forget_dead_users(pgdata: Path) -> None:
+    """Drop the pids of users that no longer exist from pgserver's list of the server's users."""
+    users = pgdata / ".handle_pids.json"
+    if not users.exists():
+        return
+    import fasteners  # type: ignore[import-untyped]  # pgserver's dependency
+    from pgserver.postgres_server import PostgresServer
+
+    with fasteners.InterProcessLock(PostgresServer.lock_path):  # pgserver's own lock
+        try:
+            pids = [int(pid) for pid in json.loads(users.read_text())]
+        except (OSError, ValueError, TypeError):
+            return
+        alive = [pid for pid in pids if _exists(pid)]
+        if alive != pids:
+            users.write_text(json.dumps(alive))
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -17,7 +17,7 @@ from switchyard.engine.engine import Engine
 from switchyard.engine.ownership import Ownership
 from switchyard.engine.serve import EngineProcess
 from switchyard.gates import TaskCallbacks
-from switchyard.local.database import data_dir
+from switchyard.local.database import data_dir, is_embedded
 
 
 class EngineClient(TaskCallbacks, Protocol):
@@ -111,11 +111,15 @@ def engine_running(conninfo: str) -> bool:
 
 def start_background_engine(conninfo: str, *, wait_seconds: float = 15.0) -> int:
     """Start `python -m switchyard.engine.serve` detached; returns its pid once it owns the
-    database (it waits for the lock if another engine is closing). Without DATABASE_URL the
-    engine opens the embedded server itself, so the server lives as long as the engine."""
+    database (it waits for the lock if another engine is closing). On the embedded server the
+    engine opens it itself, as one more of its users, so the server lives as long as the engine
+    (not as long as this command, which may exit at once)."""
     log_path = data_dir() / "engine.log"
     command = [sys.executable, "-m", "switchyard.engine.serve"]
-    if os.environ.get(DATABASE_URL_ENV):
+    env = dict(os.environ)
+    if is_embedded(conninfo):
+        env.pop(DATABASE_URL_ENV, None)  # set by an engine this process ran, for its handlers
+    else:
         command += ["--database-url", conninfo]
     with log_path.open("ab") as log:
         child = subprocess.Popen(
@@ -124,7 +128,7 @@ def start_background_engine(conninfo: str, *, wait_seconds: float = 15.0) -> int
             stderr=log,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
-            env=dict(os.environ),
+            env=env,
         )
     (data_dir() / "engine.pid").write_text(str(child.pid))
     deadline = time.monotonic() + wait_seconds

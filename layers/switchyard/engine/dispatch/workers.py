@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections import defaultdict, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -14,6 +15,7 @@ from typing import Any
 
 from switchyard.engine.dispatch.lambda_context import LambdaContext
 from switchyard.engine.dispatch.registry import FunctionRegistry, FunctionSpec
+from switchyard.engine.outage import Backoff, is_connection_fault
 
 log = logging.getLogger(__name__)
 
@@ -28,10 +30,46 @@ class TaskOutcome:
     cause: str = ""
 
 
+DATABASE_FAULT_PATIENCE = 60.0
+"""Seconds for which a task that lost its database connection is called again (see `invoke`)."""
+
+
 def invoke(
-    spec: FunctionSpec, payload: Any, *, function_arn: str, timeout: float | None = None
+    spec: FunctionSpec,
+    payload: Any,
+    *,
+    function_arn: str,
+    timeout: float | None = None,
+    patience: float = 0.0,
+    stop: threading.Event | None = None,
 ) -> tuple[bool, Any, str, str]:
-    """Call a handler as Lambda would: (ok, result, error, cause)."""
+    """Call a handler as Lambda would: (ok, result, error, cause).
+
+    With `patience`, a call that failed because a database connection was lost or refused (the
+    engine's own database restarting, a terminated backend) is made again, with capped, jittered
+    backoff, for up to that many seconds, before its failure is reported. A handler is called at
+    least once anyway, and its side effects are made effectively-once by idempotency keys; what
+    this spares is a step failing (or spending a retry) for an outage of the machine's database.
+    """
+    backoff = Backoff(base=0.2, cap=5.0)
+    deadline = time.monotonic() + patience
+    while True:
+        ok, result, error, cause, failure = _call(spec, payload, function_arn, timeout)
+        if ok or failure is None or not _lost_database(failure):
+            return ok, result, error, cause
+        if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
+            return ok, result, error, cause
+        log.debug("%s lost its database connection; calling it again", spec.name)
+        pause = min(backoff.next(), max(0.0, deadline - time.monotonic()))
+        if stop is not None:
+            stop.wait(pause)
+        else:
+            time.sleep(pause)
+
+
+def _call(
+    spec: FunctionSpec, payload: Any, function_arn: str, timeout: float | None
+) -> tuple[bool, Any, str, str, BaseException | None]:
     context = LambdaContext(
         function_name=spec.name,
         invoked_function_arn=function_arn,
@@ -46,8 +84,21 @@ def invoke(
             {"errorMessage": str(exc), "errorType": error, "requestId": context.aws_request_id},
             separators=(",", ":"),
         )
-        return False, None, error, cause
-    return True, result, "", ""
+        return False, None, error, cause, exc
+    return True, result, "", "", None
+
+
+def _lost_database(error: BaseException) -> bool:
+    """Whether a lost or refused database connection is behind the error (its causes and the
+    exceptions it was raised while handling: step errors wrap the psycopg error)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if is_connection_fault(current):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 class Dispatcher:
