@@ -14,6 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
+from switchyard.approvals import LinkClaims
+from switchyard.engine.commands import StopExecution
 from tests.unit.approvals.support import LINK, Bed, approval_bed
 
 CUSTOMER = '<script>alert("x")</script> & <b>Ann</b>'
@@ -241,3 +243,31 @@ def test_operators_list_open_gates_with_each_persons_link(bed: Bed, tmp_path: Pa
         assert "token" not in gate and task_token(bed, run_id) not in str(listed)
         assert http.post(links["dana"], data={"decision": "approve"}).status_code == 200
     assert bed.status(arn) == "SUCCEEDED"
+
+
+def test_a_link_made_out_to_a_person_of_another_role_decides_nothing(bed: Bed) -> None:
+    before = len(bed.mailbox.messages)
+    arn, links = run_to_gate(bed, "email-other-role", before)
+    run_id = arn.rsplit(":", 1)[-1]
+    with bed.pool.connection() as conn:
+        row = conn.execute("SELECT id, deadline FROM gates WHERE run_id = %s", (run_id,)).fetchone()
+    assert row is not None
+    # A genuine signature (the server's own key) for `max`, a manager, on the lead's tier:
+    token = bed.settings.signer.sign(LinkClaims(row[0], 0, "max", int(row[1].timestamp())))
+    with bed.client() as http:
+        refused = http.post(f"/approvals/{token}", data={"decision": "approve"})
+        assert refused.status_code == 403 and "max" in refused.text
+        assert bed.gate_rows(run_id)[0]["status"] == "open"
+        assert http.post(links["lee"], data={"decision": "approve"}).status_code == 200
+    assert bed.status(arn) == "SUCCEEDED"
+
+
+def test_a_link_of_a_cancelled_run_answers_410(bed: Bed) -> None:
+    before = len(bed.mailbox.messages)
+    arn, links = run_to_gate(bed, "email-cancelled", before)
+    bed.engine.submit(StopExecution(arn, "cancelled", "changed our minds"))
+    assert bed.status(arn) == "ABORTED"
+    with bed.client() as http:
+        gone = http.post(links["dana"], data={"decision": "approve"})
+    assert gone.status_code == 410 and "ended" in gone.text
+    assert bed.gate_rows(arn.rsplit(":", 1)[-1])[0]["status"] == "closed"
