@@ -30,7 +30,15 @@ def _store() -> GateStore:
 
 @cache
 def _notifiers() -> dict[str, Notifier]:
-    return approval_notifiers(LinkBook(ApprovalSettings.from_env(database_pool())))
+    """E-mail and Slack as configured. A configuration that cannot be read (SWITCHYARD_ROLES,
+    a secret) is logged, and gates still open: people find them through the CLI and
+    `GET /approvals` while it is fixed."""
+    try:
+        return approval_notifiers(LinkBook(ApprovalSettings.from_env(database_pool())))
+    except Exception as exc:
+        logger.error("approval notifications are off: %s", type(exc).__name__)
+        logger.error(str(exc)[:500])
+        return {}
 
 
 @logger.inject_lambda_context(log_event=False)
