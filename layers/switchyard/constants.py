@@ -254,7 +254,20 @@ MIGRATE_FUNCTION = FunctionSpec(
     uses_database=True,
     purpose="custom resource: applies schema migrations to Aurora on deploys that change them",
 )
-PLATFORM_FUNCTIONS: tuple[FunctionSpec, ...] = (WEBHOOK_FUNCTION, MIGRATE_FUNCTION)
+APPROVAL_API_FUNCTION = FunctionSpec(
+    name="approval_api",
+    memory_mb=512,
+    timeout_seconds=30,
+    reserved_concurrency=10,
+    placement=Placement.VPC,
+    uses_database=True,
+    purpose="approval links and Slack clicks: the page, the decision, SendTaskSuccess (Aurora)",
+)
+PLATFORM_FUNCTIONS: tuple[FunctionSpec, ...] = (
+    WEBHOOK_FUNCTION,
+    MIGRATE_FUNCTION,
+    APPROVAL_API_FUNCTION,
+)
 
 # --- identifiers of deployed resources ---------------------------------------------------------
 
