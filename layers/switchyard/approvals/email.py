@@ -41,6 +41,10 @@ The link is yours ({{ person }}): do not forward it.</p>
 )
 
 
+class SmtpInsecureError(RuntimeError):
+    """SMTP credentials would travel in clear."""
+
+
 class MailSender(Protocol):
     def send(self, message: EmailMessage) -> None: ...
 
@@ -82,7 +86,8 @@ def _header(text: str) -> str:
 
 @dataclass(frozen=True)
 class SmtpSender:
-    """`smtp://host:port` (STARTTLS when the server offers it) or `smtps://user:pass@host:port`."""
+    """`smtp://host:port` (STARTTLS when the server offers it) or `smtps://user:pass@host:port`;
+    credentials are sent over TLS only."""
 
     url: str
     timeout: float = 15.0
@@ -101,11 +106,18 @@ class SmtpSender:
         else:
             client = smtplib.SMTP(parts.hostname, port, timeout=self.timeout)
         with client:
-            if parts.scheme == "smtp":
+            secure = parts.scheme == "smtps"
+            if not secure:
                 client.ehlo()
                 if client.has_extn("starttls"):
                     client.starttls(context=context)
                     client.ehlo()
+                    secure = True
+            if parts.username and not secure:
+                raise SmtpInsecureError(
+                    "the SMTP server offers no STARTTLS: credentials are sent over TLS only "
+                    "(use smtps://, or a server that offers STARTTLS)"
+                )
             if parts.username:
                 client.login(unquote(parts.username), unquote(parts.password or ""))
             client.send_message(message)
