@@ -34,7 +34,9 @@ def _notifiers() -> dict[str, Notifier]:
     a secret) is logged, and gates still open: people find them through the CLI and
     `GET /approvals` while it is fixed."""
     try:
-        return approval_notifiers(LinkBook(ApprovalSettings.from_env(database_pool())))
+        pool = database_pool()
+        store = GateStore(pool) if pool is not None else None
+        return approval_notifiers(LinkBook(ApprovalSettings.from_env(pool)), store=store)
     except Exception as exc:
         logger.error("approval notifications are off: %s", type(exc).__name__)
         logger.error(str(exc)[:500])

@@ -15,7 +15,7 @@ from typing import Any
 from switchyard.approvals.email import SesSender, SmtpSender, email_notifier
 from switchyard.approvals.service import LinkBook
 from switchyard.approvals.slack import SlackClient, slack_notifier
-from switchyard.gates import Gate
+from switchyard.gates import Gate, GateStore
 from switchyard.gates.notify import Notifier
 
 _printers: list[Callable[[str], None]] = []
@@ -30,7 +30,10 @@ def print_links_to(printer: Callable[[str], None] | None) -> None:
             _printers.append(printer)
 
 
-def approval_notifiers(book: LinkBook, *, ses_client: Any = None) -> dict[str, Notifier]:
+def approval_notifiers(
+    book: LinkBook, *, ses_client: Any = None, store: GateStore | None = None
+) -> dict[str, Notifier]:
+    """`store`: where Slack finds an escalating gate's earlier tiers, to update their messages."""
     settings = book.settings
     notifiers: dict[str, Notifier] = {}
     if settings.smtp_url:
@@ -43,7 +46,8 @@ def approval_notifiers(book: LinkBook, *, ses_client: Any = None) -> dict[str, N
         notifiers["email"] = email_notifier(book, SesSender(ses_client))
     if settings.slack_bot_token:
         client = SlackClient(settings.slack_api_url, settings.slack_bot_token)
-        notifiers["slack"] = slack_notifier(book, client)
+        earlier = (lambda gate: store.by_execution(gate.execution_arn)) if store else None
+        notifiers["slack"] = slack_notifier(book, client, earlier=earlier)
     if "email" not in notifiers:
         printed: set[str] = set()
         notifiers["console"] = _console(book, printed, sent=True)

@@ -157,10 +157,21 @@ class SlackClient:
         return answer
 
 
-def slack_notifier(book: LinkBook, client: SlackClient) -> Callable[[Gate], dict[str, Any]]:
-    """approval_notify's `slack` channel: one DM per person of the role with a Slack id."""
+def slack_notifier(
+    book: LinkBook,
+    client: SlackClient,
+    *,
+    earlier: Callable[[Gate], list[Gate]] | None = None,
+) -> Callable[[Gate], dict[str, Any]]:
+    """approval_notify's `slack` channel: one DM per person of the role with a Slack id. When a
+    tier escalates, the earlier tiers' messages (`earlier`: the gates of the same execution)
+    lose their buttons and say where the gate went."""
 
     def notify(gate: Gate) -> dict[str, Any]:
+        if earlier is not None and gate.tier > 0:
+            for old in earlier(gate):
+                if old.step_id == gate.step_id and old.tier < gate.tier and old.id != gate.id:
+                    _show_escalated(client, old, gate)
         messages: list[dict[str, Any]] = []
         for person in book.people_for(gate):
             if not person.slack:
@@ -187,6 +198,20 @@ def slack_notifier(book: LinkBook, client: SlackClient) -> Callable[[Gate], dict
 
 def show_decision(client: SlackClient, gate: Gate) -> None:
     """Update every Slack message the gate sent to show its decision (best effort)."""
+    text = f"{gate.step_id}: {gate.decision} by {gate.reviewer}"
+    _update_all(client, gate, text, decided_blocks(gate))
+
+
+def _show_escalated(client: SlackClient, old: Gate, new: Gate) -> None:
+    text = (
+        f"*{_escape(old.workflow)}* · step `{_escape(old.step_id)}`: tier {old.tier + 1}'s time "
+        f"ran out; the gate went to {_escape(new.assignee or 'the next tier')}"
+    )
+    blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
+    _update_all(client, old, f"{old.step_id}: escalated", blocks)
+
+
+def _update_all(client: SlackClient, gate: Gate, text: str, blocks: list[dict[str, Any]]) -> None:
     for record in gate.notified:
         if record.get("channel") != "slack":
             continue
@@ -194,12 +219,7 @@ def show_decision(client: SlackClient, gate: Gate) -> None:
             if not message.get("ts"):
                 continue
             try:
-                client.update(
-                    str(message["channel"]),
-                    str(message["ts"]),
-                    f"{gate.step_id}: {gate.decision} by {gate.reviewer}",
-                    decided_blocks(gate),
-                )
+                client.update(str(message["channel"]), str(message["ts"]), text, blocks)
             except (SlackApiError, httpx.HTTPError) as exc:
                 log.warning("slack: could not update a message of gate %s: %s", gate.id, exc)
 

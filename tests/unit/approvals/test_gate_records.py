@@ -6,6 +6,7 @@ runs out of time (its links die, the next tier's people are told), the last tier
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -94,12 +95,34 @@ def test_a_tier_that_times_out_kills_its_links_and_the_next_tier_decides(bed: Be
         (0, "superseded", "timed_out"),
         (1, "open", None),
     ]
+    updates = _wait_for_updates(bed, run_id, "time ran out")
+    assert {u["channel"] for u in updates} == {"D024BE7LH", "D0LEE0001"}  # tier 1's messages
+    assert all(not any(b["type"] == "actions" for b in u["blocks"]) for u in updates)
+    assert "manager" in json.dumps(updates)
     with bed.client() as http:
         dead = http.post(links["dana"], data={"decision": "approve"})
         assert dead.status_code == 410 and "next tier" in dead.text
         assert http.post(link_in(manager), data={"decision": "approve"}).status_code == 200
     assert bed.status(arn) == "SUCCEEDED"
     assert bed.gate_rows(run_id)[1]["reviewer"] == "max"
+
+
+def _wait_for_updates(bed: Bed, run_id: str, text: str) -> list[dict[str, Any]]:
+    """Updates with `text` of the Slack messages tier 1 of the run sent (Slack is told after
+    e-mail, and the escalation's updates come as tier 2 opens)."""
+    with bed.pool.connection() as conn:
+        row = conn.execute(
+            "SELECT notified FROM gates WHERE run_id = %s AND tier = 0", (run_id,)
+        ).fetchone()
+    assert row is not None
+    sent = {m["ts"] for n in row[0] if n["channel"] == "slack" for m in n["messages"]}
+    assert len(sent) == 2
+    deadline = time.monotonic() + 20
+    while True:
+        found = [u for u in bed.slack.of("chat.update") if u["ts"] in sent and text in str(u)]
+        if len(found) >= 2 or time.monotonic() > deadline:
+            return found
+        time.sleep(0.02)
 
 
 def test_after_the_last_tier_on_timeout_is_recorded_as_decided_by_the_timeout(bed: Bed) -> None:
