@@ -136,12 +136,14 @@ class ApprovalService:
         self._on_decided = on_decided
 
     def open_approvals(self, limit: int = 200) -> list[dict[str, Any]]:
-        """`GET /approvals`: the open gates with each person's link (for operators)."""
-        return [
-            {**gate.public(), "links": [{"person": k.person, "url": k.url} for k in links]}
-            for gate in self.store.open_gates(limit)
-            if (links := self.book.links(gate))
-        ]
+        """`GET /approvals`: the open gates a link decides, with each person's link (none when
+        the role has no people: operators see the gate all the same)."""
+        listed = []
+        for gate in self.store.open_gates(limit):
+            if gate.kind in LINKED_KINDS:
+                links = [{"person": k.person, "url": k.url} for k in self.book.links(gate)]
+                listed.append({**gate.public(), "links": links})
+        return listed
 
     # --- following a link ----------------------------------------------------------------------
 
