@@ -1,14 +1,17 @@
 """approval_notify: the target of every `.waitForTaskToken` task (human gates, paused runs,
 refused budgets, tool calls to approve). Records the open gate, with the task token kept
-server-side only, and notifies its channels. The token never reaches a log."""
+server-side only, and notifies its channels (`switchyard.approvals.notify`: each person of the
+role gets their own signed link by e-mail and Slack). The token never reaches a log."""
 
 from __future__ import annotations
 
 from functools import cache
 from typing import Any
 
+from switchyard.approvals import ApprovalSettings, LinkBook, approval_notifiers
 from switchyard.contract import GateRequest
 from switchyard.gates import GateStore, open_gate
+from switchyard.gates.notify import Notifier
 from switchyard.runtime.instruments import function_logger
 from switchyard.runtime.large_outputs import lazy_resolver
 from switchyard.runtime.wiring import database_pool, output_stores
@@ -21,13 +24,31 @@ def _store() -> GateStore:
     pool = database_pool()
     if pool is None:
         raise RuntimeError("approval_notify needs the run database (DATABASE_URL or its secret)")
+    _notifiers.cache_clear()  # built anew with the store (tests clear `_store` between databases)
     return GateStore(pool)
+
+
+@cache
+def _notifiers() -> dict[str, Notifier]:
+    """E-mail and Slack as configured. A configuration that cannot be read (SWITCHYARD_ROLES,
+    a secret) is logged, and gates still open: people find them through the CLI and
+    `GET /approvals` while it is fixed."""
+    try:
+        pool = database_pool()
+        store = GateStore(pool) if pool is not None else None
+        return approval_notifiers(LinkBook(ApprovalSettings.from_env(pool)), store=store)
+    except Exception as exc:
+        logger.error("approval notifications are off: %s", type(exc).__name__)
+        logger.error(str(exc)[:500])
+        return {}
 
 
 @logger.inject_lambda_context(log_event=False)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request = GateRequest.model_validate(event)
-    gate = open_gate(request, _store(), resolver=lazy_resolver(output_stores))
+    gate = open_gate(
+        request, _store(), notifiers=_notifiers(), resolver=lazy_resolver(output_stores)
+    )
     logger.info(
         "gate open",
         extra={

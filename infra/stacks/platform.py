@@ -11,6 +11,7 @@ from constructs import Construct
 from infra.catalog import load_catalog
 from infra.config import Settings
 from infra.constructs.api import Api
+from infra.constructs.approvals import Approvals
 from infra.constructs.functions import Functions
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.state_store import StateStore, schema_migrations
@@ -35,8 +36,10 @@ class SwitchyardStack(Stack):
         self.functions = Functions(
             self, "Functions", settings=settings, store=self.store, event_bus_name=EVENT_BUS_NAME
         )
-        # No SWITCHYARD_APPROVAL_BASE_URL: no deployed function builds gate links yet (only the
-        # local run report does, as <base>/gates/<id>); approval pages come with approval_api.
+        self.approvals = Approvals(
+            self, "Approvals", settings=settings, store=self.store, functions=self.functions,
+            api=self.api, machines=[m.name for m in machines],
+        )  # fmt: skip
         self.step_settings = StepSettings(
             self, "StepSettings", settings=settings, functions=self.functions, access=access
         )

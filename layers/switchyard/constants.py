@@ -62,8 +62,9 @@ EVENT_BUS_ENV = "SWITCHYARD_EVENT_BUS"
 
 # Gates
 ROLES_ENV = "SWITCHYARD_ROLES"
-"""JSON `{"role": ["person@example.com", ...]}`: who may decide a gate assigned to a role.
-Unset: anyone may (a development setup)."""
+"""JSON `{"role": ["dana", {"name": "lee", "email": "lee@example.com", "slack": "U024BE7LH"}]}`:
+who may decide a gate assigned to a role (a bare string is a person's name), and where their
+approval links go. Unset: anyone may (a development setup)."""
 OPERATORS_ROLE = "operators"
 """The role that decides gates without an assignee (tool calls awaiting approval, `on_error: pause`,
 budget pauses) once SWITCHYARD_ROLES defines it; a map without it leaves those gates to anyone."""
@@ -79,6 +80,25 @@ SFN_ACCESS_KEY_ID_ENV = "SWITCHYARD_SFN_ACCESS_KEY_ID"
 SFN_SECRET_ACCESS_KEY_ENV = "SWITCHYARD_SFN_SECRET_ACCESS_KEY"
 """When both are set, the local Step Functions port answers only calls SigV4-signed with these
 credentials (as botocore signs every call)."""
+PUBLIC_URL_ENV = "SWITCHYARD_PUBLIC_URL"
+"""Base of the approval links (`<base>/approvals/<token>`): where people reach the approval pages.
+`switchyard dev` defaults it to its own REST address; on AWS the stack sets the HTTP API's URL."""
+APPROVAL_SIGNING_KEYS_ENV = "SWITCHYARD_APPROVAL_SIGNING_KEYS"
+"""JSON `{"<key id>": "<secret>", ...}`: the keys approval links are signed with, the first one
+signing new links and all of them verifying (rotation). Unset locally: one key kept in the
+database (`approval_keys`)."""
+APPROVAL_SIGNING_SECRET_ENV = "SWITCHYARD_APPROVAL_SIGNING_SECRET_ARN"
+"""On AWS: the Secrets Manager secret holding that JSON (what the stack sets)."""
+SMTP_URL_ENV = "SWITCHYARD_SMTP_URL"
+"""`smtp://host:port` or `smtps://user:pass@host:port`: approval e-mails go through it."""
+SES_IDENTITY_ENV = "SWITCHYARD_SES_IDENTITY"
+"""On AWS: the SES identity (domain or address) approval e-mails are sent from."""
+SLACK_BOT_TOKEN_ENV = "SWITCHYARD_SLACK_BOT_TOKEN"
+SLACK_SIGNING_SECRET_ENV = "SWITCHYARD_SLACK_SIGNING_SECRET"
+SLACK_SECRET_ENV = "SWITCHYARD_SLACK_SECRET_ARN"
+"""On AWS: a Secrets Manager secret, JSON `{"bot_token": ..., "signing_secret": ...}`."""
+SLACK_API_URL_ENV = "SWITCHYARD_SLACK_API_URL"
+"""Base of Slack's Web API (default `https://slack.com/api`); tests point it at a local server."""
 API_TOKEN_ENV = "SWITCHYARD_API_TOKEN"
 """When set, the local REST API (`switchyard dev`) answers only requests that carry
 `Authorization: Bearer <this value>` (all but `GET /healthz`)."""
@@ -241,7 +261,20 @@ MIGRATE_FUNCTION = FunctionSpec(
     uses_database=True,
     purpose="custom resource: applies schema migrations to Aurora on deploys that change them",
 )
-PLATFORM_FUNCTIONS: tuple[FunctionSpec, ...] = (WEBHOOK_FUNCTION, MIGRATE_FUNCTION)
+APPROVAL_API_FUNCTION = FunctionSpec(
+    name="approval_api",
+    memory_mb=512,
+    timeout_seconds=30,
+    reserved_concurrency=10,
+    placement=Placement.VPC,
+    uses_database=True,
+    purpose="approval links and Slack clicks: the page, the decision, SendTaskSuccess (Aurora)",
+)
+PLATFORM_FUNCTIONS: tuple[FunctionSpec, ...] = (
+    WEBHOOK_FUNCTION,
+    MIGRATE_FUNCTION,
+    APPROVAL_API_FUNCTION,
+)
 
 # --- identifiers of deployed resources ---------------------------------------------------------
 

@@ -31,6 +31,10 @@ CONFIGURED_CONTEXT: dict[str, Any] = {
     "switchyard:toolResources": {
         "tool-showcase": {"file_report": {"s3.put": ["reports-*/reports/*"]}}
     },
+    "switchyard:roles": {
+        "lead": [{"name": "dana", "email": "dana@example.com", "slack": "U024BE7LH"}]
+    },
+    "switchyard:slack": True,
 }
 """Every runtime setting, for the tool showcase."""
 

@@ -52,7 +52,11 @@ def test_every_declared_function_is_deployed_on_python_314_arm64_with_tracing(
     platform: Synthesized,
 ) -> None:
     deployed = functions_by_folder(platform)
-    assert set(deployed) == {s.name for s in FUNCTION_SPECS} | {"migrate", "webhook_trigger"}
+    assert set(deployed) == {s.name for s in FUNCTION_SPECS} | {
+        "migrate",
+        "webhook_trigger",
+        "approval_api",
+    }
     assert len(deployed["webhook_trigger"]) == 2  # one per webhook trigger of the showcase
     for properties in (p for group in deployed.values() for p in group):
         assert properties["Runtime"] == "python3.14"

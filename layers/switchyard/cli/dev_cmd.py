@@ -13,7 +13,7 @@ from typing import Any
 
 from switchyard.cli.common import CommandError, say
 from switchyard.cli.exit_codes import ExitCode
-from switchyard.constants import API_TOKEN_ENV, APPROVAL_BASE_URL_ENV, SCRIPTS_DIR_ENV
+from switchyard.constants import API_TOKEN_ENV, PUBLIC_URL_ENV, SCRIPTS_DIR_ENV, SMTP_URL_ENV
 from switchyard.engine.engine import Engine
 from switchyard.engine.serve import EngineProcess
 from switchyard.local.database import open_database
@@ -56,6 +56,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the only directory X-Switchyard-LLM-Script may name model scripts in (default "
         f"{SCRIPTS_DIR_ENV}, else the workflows directory's scripts/)",
     )
+    # --- approvals (docs/approvals.md) ---
+    parser.add_argument(
+        "--public-url",
+        default=os.environ.get(PUBLIC_URL_ENV) or None,
+        metavar="URL",
+        help=f"base of the approval links people receive (default ${PUBLIC_URL_ENV}, else this "
+        "server's own address)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -91,8 +99,7 @@ def run(args: argparse.Namespace) -> int:
     if not started:
         return ExitCode.OK
     api = process.servers[-1]
-    # gates' links (`waiting_for[].approve_url`) point at this server unless configured
-    os.environ.setdefault(APPROVAL_BASE_URL_ENV, api.url)
+    _approval_links(args.public_url or api.url)
     served = (
         f"{len(api.context.catalog)} workflow(s) from {workflows_dir}"
         if workflows_dir
@@ -117,3 +124,14 @@ def _workflows_dir(given: Path | None) -> Path | None:
     if not given.is_dir():
         raise CommandError(f"--workflows {given}: no such directory")
     return given
+
+
+def _approval_links(public_url: str) -> None:
+    """Links (`waiting_for[].approve_url`, e-mail, Slack) point at `public_url`; without SMTP,
+    each person's link is printed here, as nobody would receive it otherwise."""
+    from switchyard.approvals import print_links_to
+
+    os.environ[PUBLIC_URL_ENV] = public_url.rstrip("/")
+    if not os.environ.get(SMTP_URL_ENV):
+        print_links_to(say)
+        say(f"approval links: {public_url} (no {SMTP_URL_ENV}: each link is printed here)")

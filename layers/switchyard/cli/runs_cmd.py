@@ -73,7 +73,8 @@ def run_show(args: argparse.Namespace) -> int:
         )
     for waiting in data["waiting_for"]:
         print(
-            f"  waiting: {waiting['step']} ({waiting['kind']}) for {waiting['assignee']}:"
+            f"  waiting: {waiting['step']} ({waiting['kind']})"
+            f" for {waiting['assignee'] or 'an operator'}:"
             f" {waiting['message']}"
         )
     if data.get("error"):

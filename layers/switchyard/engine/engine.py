@@ -445,12 +445,7 @@ class Engine:
         if isinstance(command, Callback):
             return self._callback(command, batch)
         if isinstance(command, TimerFired):
-            execution = self._load(execution_id=command.execution_id)
-            if execution is not None:
-                batch.add(
-                    self._interpreter.timer(execution, command.frame, command.kind, command.attempt)
-                )
-            return None
+            return self._timer_fired(command, batch)
         if isinstance(command, StopExecution):
             return self._stop_execution(command, batch)
         if isinstance(command, RedriveExecution):
@@ -729,10 +724,27 @@ class Engine:
                     command.kind == "success",
                     command.output,
                     cause=command.cause,
+                    error=command.error,
+                    answered=True,
                 )
             self._recorder.transition(transition, started=False, parent_id=None)
         batch.add(transition)
         return {}
+
+    def _timer_fired(self, command: TimerFired, batch: _Batch) -> None:
+        """A wait ends, a retry is due, a task or the execution times out. Its transition is
+        recorded like any other: a gate's tier that timed out closes its row, the next tier's
+        task and the run's end show in the run records."""
+        assert self._recorder is not None
+        execution = self._load(execution_id=command.execution_id)
+        if execution is None:
+            return
+        transition = self._interpreter.timer(
+            execution, command.frame, command.kind, command.attempt
+        )
+        if transition is not None:
+            self._recorder.transition(transition, started=False, parent_id=None)
+        batch.add(transition)
 
     def _stop_execution(self, command: StopExecution, batch: _Batch) -> dict[str, Any]:
         assert self._recorder is not None

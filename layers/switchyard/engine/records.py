@@ -15,6 +15,7 @@ import psycopg
 
 from switchyard.contract import error_type_of
 from switchyard.contract.errors import read_cause, read_spend
+from switchyard.engine.gate_records import record_answer, record_revoked
 from switchyard.engine.interpreter import Execution, ExecutionStatus, TaskRequest, Transition
 from switchyard.engine.store.codec import json_text
 
@@ -94,6 +95,9 @@ class RunRecorder:
                 self._record(execution, match.group(1), value)
         if transition.finished:
             self._finished(execution)
+        if transition.revoked_tokens:  # after _finished: a run that ended closes its gates
+            timed_out = any(event.type == "TaskTimedOut" for event in transition.events)
+            record_revoked(self._conn, transition.revoked_tokens, timed_out=timed_out)
 
     def task_result(
         self,
@@ -103,12 +107,15 @@ class RunRecorder:
         value: Any,
         *,
         cause: str | None = None,
+        error: str | None = None,
+        answered: bool = False,
         late: bool = False,
     ) -> None:
         """A step function returned: count its cost and tokens, or those a failed attempt
-        reported in its error's `cause`; a gate closed: run again. `late`: its frame had been
-        cancelled (the run failed or moved on while it ran): only its spend is counted, so that
-        the run's cost is what the budget ledger settled."""
+        reported in its error's `cause`; a gate closed: run again (`answered`: through its task
+        token, which the gate row records). `late`: its frame had been cancelled (the run failed
+        or moved on while it ran): only its spend is counted, so that the run's cost is what the
+        budget ledger settled."""
         if workflow_of(execution) is None:
             return
         payload = _payload(request)
@@ -121,6 +128,10 @@ class RunRecorder:
                 " WHERE execution_id = %s AND status IN ('waiting', 'paused')",
                 (execution.id,),
             )
+            if answered and request.token:
+                record_answer(
+                    self._conn, request.token, ok=ok, output=value, error=error, cause=cause
+                )
             return
         if _function(request) not in _STEP_FUNCTIONS:
             return

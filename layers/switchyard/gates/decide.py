@@ -29,6 +29,9 @@ _ALLOWED: dict[str, tuple[str, ...]] = {
 }
 
 
+_TASK_GONE = frozenset({"TaskTimedOut", "TaskDoesNotExist"})
+
+
 class GateDecisionError(ValueError):
     """The decision cannot be taken: the gate is closed, the action does not fit, the person
     may not decide."""
@@ -93,11 +96,28 @@ def decide(
     gate.status, gate.decided_at = GateStatus.DECIDED, moment
     try:
         _send(gate, decision, callbacks, decisions, moment)
-    except Exception:
+    except Exception as exc:
+        if task_gone(exc):  # the run no longer waits here (it ended, or the tier timed out)
+            store.close_gone(gate)
+            gate.status = GateStatus.CLOSED
+            raise GateClosedError(
+                f"the run no longer waits at '{gate.step_id}' (it ended or the tier timed out)"
+            ) from None
         store.reopen(gate)  # the run did not hear the decision: the gate stays open
         gate.status = GateStatus.OPEN
         raise
     return gate
+
+
+def task_gone(exc: Exception) -> bool:
+    """Whether `exc` is the answer (of the local engine or of Step Functions) that the task
+    token no longer waits: TaskTimedOut or TaskDoesNotExist."""
+    code = getattr(exc, "code", None)
+    if code is None:
+        response = getattr(exc, "response", None)
+        if isinstance(response, dict):
+            code = (response.get("Error") or {}).get("Code")
+    return code in _TASK_GONE
 
 
 def _send(
@@ -143,7 +163,10 @@ def _answer_tool_call(
     gate: Gate, decision: Decision, callbacks: TaskCallbacks, decisions: DecisionStore | None
 ) -> None:
     detail = (gate.request or {}).get("detail")
-    call_id = detail.get("call_id") if isinstance(detail, dict) else None
+    if not isinstance(detail, dict):
+        detail = {}
+    call_id = detail.get("call_id")
+    shown = detail.get("args")
     if decisions is not None and call_id:
         decisions.record(
             gate.run_id,
@@ -154,6 +177,7 @@ def _answer_tool_call(
                 output=decision.output,
                 reviewer=decision.reviewer,
                 note=decision.note,
+                shown_args=shown if isinstance(shown, dict) else None,
             ),
         )
     callbacks.send_success(gate.token, {"decision": gate.decision, "reviewer": decision.reviewer})

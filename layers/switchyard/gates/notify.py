@@ -1,8 +1,9 @@
 """approval_notify's work: record the open gate (with what the person must see) and notify.
 
 The `console` channel is the record itself (the CLI and the dashboard list open gates). Email and
-Slack notifications plug in as `Notifier`s keyed by channel name; a channel without one is
-recorded as not sent, so nothing claims a notification that did not happen.
+Slack notifications plug in as `Notifier`s keyed by channel name (`switchyard.approvals.notify`);
+a channel without one is recorded as not sent, so nothing claims a notification that did not
+happen.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from switchyard.runtime.rendering import Resolver, render, render_text, template
 from switchyard.stores.audit import redact
 
 Notifier = Callable[[Gate], dict[str, Any]]
-"""Sends a gate to its channel; returns what it did (e.g. a message id)."""
+"""Sends a gate to its channel; returns what it did (e.g. a message id). It runs once the gate
+is recorded, and records a failure to send (`"sent": False`) rather than raising: a person who
+was not told can still find the gate (the CLI, `GET /approvals`)."""
 
 
 def open_gate(
@@ -73,16 +76,16 @@ def open_gate(
         token=request.task_token,
         deadline=deadline,
     )
+    store.open(gate)  # first: a link followed at once finds its gate
     for channel in channels:
-        if channel == "console":
-            gate.notified.append({"channel": "console", "sent": True})
-            continue
         notifier = (notifiers or {}).get(channel)
-        if notifier is None:
+        if notifier is not None:
+            gate.notified.append({"channel": channel, "sent": True, **notifier(gate)})
+        elif channel == "console":
+            gate.notified.append({"channel": "console", "sent": True})
+        else:
             gate.notified.append({"channel": channel, "sent": False, "reason": "not configured"})
-            continue
-        gate.notified.append({"channel": channel, "sent": True, **notifier(gate)})
-    store.open(gate)
+    store.set_notified(gate)
     return gate
 
 

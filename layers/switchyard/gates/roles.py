@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from switchyard.constants import OPERATORS_ROLE, ROLES_ENV
 
@@ -23,8 +24,13 @@ class Roles:
         raw = os.environ.get(ROLES_ENV)
         if not raw:
             return cls()
-        data = json.loads(raw)
-        return cls({role: frozenset(map(str, members)) for role, members in data.items()})
+        return cls.from_json(json.loads(raw))
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Roles:
+        """A person is a name, or an object with a `name` (and contacts: `switchyard.approvals.
+        people` reads those)."""
+        return cls({role: frozenset(map(_name, members)) for role, members in data.items()})
 
     def deciding_role(self, assignee: str | None) -> str | None:
         """The role whose people decide a gate of this assignee; None: anyone may."""
@@ -46,3 +52,7 @@ class Roles:
             f"{reviewer} may not decide for {role}"
             " (SWITCHYARD_ROLES lists who may; ask one of them)"
         )
+
+
+def _name(member: Any) -> str:
+    return str(member["name"]) if isinstance(member, dict) and "name" in member else str(member)

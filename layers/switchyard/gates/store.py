@@ -1,4 +1,8 @@
-"""Gates in PostgreSQL (`gates`, migration 0003)."""
+"""Gates in PostgreSQL (`gates`, migration 0003): the one module that writes them.
+
+The engine closes a row too, in the transaction that ends its task, when no decision path claimed
+it first (`switchyard.engine.gate_records`: an answer through SendTaskSuccess/SendTaskFailure, a
+tier that timed out, a task cancelled)."""
 
 from __future__ import annotations
 
@@ -10,6 +14,15 @@ from psycopg_pool import ConnectionPool
 
 from switchyard.gates.model import Gate, GateStatus
 
+TIMED_OUT = "timed_out"
+"""The decision of a tier nobody decided in time (reviewer `timeout`; set by the engine)."""
+SUPERSEDE_SQL = (
+    "UPDATE gates SET status = 'superseded' WHERE execution_arn = %s AND step_id = %s"
+    " AND (status = 'open' OR (status = 'decided' AND decision = 'timed_out'))"
+)
+"""A new opening (the next tier, or the step waiting again) replaces the open gate, and the
+tier that timed out before it."""
+
 
 class GateStore:
     def __init__(self, pool: ConnectionPool) -> None:
@@ -19,12 +32,7 @@ class GateStore:
         """Record an open gate; an open gate of the same step of the run is superseded (an
         escalation's next tier, or the step waiting again)."""
         with self._pool.connection() as conn, conn.transaction():
-            conn.execute(
-                "UPDATE gates SET status = 'superseded'"
-                " WHERE execution_arn = %s AND step_id = %s"
-                " AND status = 'open'",
-                (gate.execution_arn, gate.step_id),
-            )
+            conn.execute(SUPERSEDE_SQL, (gate.execution_arn, gate.step_id))
             conn.execute(
                 "INSERT INTO gates (id, run_id, execution_arn, workflow, version, step_id, kind,"
                 " tier, assignee, channels, message, show, allow_edit, request, token, status,"
@@ -38,6 +46,12 @@ class GateStore:
                     gate.deadline, Jsonb(gate.notified),
                 ),
             )  # fmt: skip
+
+    def set_notified(self, gate: Gate) -> None:
+        with self._pool.connection() as conn:
+            conn.execute(
+                "UPDATE gates SET notified = %s WHERE id = %s", (Jsonb(gate.notified), gate.id)
+            )
 
     def get(self, gate_id: str) -> Gate | None:
         return self._one("SELECT * FROM gates WHERE id = %s", (gate_id,))
@@ -79,6 +93,17 @@ class GateStore:
                 ),
             ).fetchone()
         return row is not None
+
+    def close_gone(self, gate: Gate) -> None:
+        """A claimed decision the run could not hear: its task no longer waits. The gate is
+        closed, not reopened: nobody can decide it any more."""
+        with self._pool.connection() as conn:
+            conn.execute(
+                "UPDATE gates SET status = 'closed', decision = NULL, reviewer = NULL,"
+                " note = 'the run no longer waited for this decision', edits = NULL"
+                " WHERE id = %s AND status = 'decided'",
+                (gate.id,),
+            )
 
     def reopen(self, gate: Gate) -> None:
         """Undo a claim whose decision could not be delivered."""

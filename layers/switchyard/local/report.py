@@ -4,7 +4,6 @@ Built from the run records (workflow_runs, task_runs) and the open gates."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -13,11 +12,9 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from switchyard.constants import APPROVAL_BASE_URL_ENV
 from switchyard.gates.model import Gate
 from switchyard.gates.store import _gate
 
-DEFAULT_BASE_URL = "http://localhost:8080"
 RUN_STATUSES = ("running", "waiting", "paused", "succeeded", "failed", "cancelled", "timed_out")
 
 
@@ -109,7 +106,7 @@ def run_view(conn: psycopg.Connection[Any], execution_id: int) -> RunView:
             step["model"] = task["model"]
         if task["provider"]:
             step["provider"] = task["provider"]
-    base = os.environ.get(APPROVAL_BASE_URL_ENV, DEFAULT_BASE_URL).rstrip("/")
+    links = approve_urls(conn, gates)
     data = {
         "run_id": run["run_id"],
         "workflow": run["workflow"],
@@ -126,7 +123,8 @@ def run_view(conn: psycopg.Connection[Any], execution_id: int) -> RunView:
                 "kind": gate.kind,
                 "assignee": gate.assignee,
                 "message": gate.message,
-                "approve_url": f"{base}/gates/{gate.id}",
+                "gate_id": gate.id,
+                "approve_url": links.get(gate.id),
             }
             for gate in gates
         ],
@@ -134,6 +132,26 @@ def run_view(conn: psycopg.Connection[Any], execution_id: int) -> RunView:
         "ended_at": _time(run["ended_at"]),
     }
     return RunView(execution_id, str(run["arn"]), data, gates)
+
+
+def approve_urls(conn: psycopg.Connection[Any], gates: list[Gate]) -> dict[str, str]:
+    """The approval link of each gate a link decides (approvals and tool calls), as its first
+    decider receives it (docs/approvals.md); pauses and budget pauses are resumed, not linked."""
+    from switchyard.approvals.service import LinkBook
+    from switchyard.approvals.settings import ApprovalSettings
+
+    if not any(gate.kind in ("approval", "human") for gate in gates):
+        return {}
+    try:
+        book = LinkBook(ApprovalSettings.from_env(conn))
+    except ValueError:  # SWITCHYARD_ROLES unreadable: the report still shows the run
+        return {}
+    links: dict[str, str] = {}
+    for gate in gates:
+        found = book.links(gate)
+        if found:
+            links[gate.id] = found[0].url
+    return links
 
 
 def list_runs(

@@ -75,6 +75,9 @@ class ToolDecision:
     """For an unknown outcome: the call did take effect, and this is its result."""
     reviewer: str | None = None
     note: str | None = None
+    shown_args: dict[str, Any] | None = None
+    """The arguments the person was shown (redacted): the decision applies to a call with
+    these arguments only; None: to the call, whatever its arguments (decisions made before)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -83,6 +86,7 @@ class ToolDecision:
             "output": self.output,
             "reviewer": self.reviewer,
             "note": self.note,
+            "shown_args": self.shown_args,
         }
 
     @classmethod
@@ -93,6 +97,7 @@ class ToolDecision:
             output=data.get("output"),
             reviewer=data.get("reviewer"),
             note=data.get("note"),
+            shown_args=data.get("shown_args"),
         )
 
 

@@ -108,7 +108,7 @@ def test_resuming_a_paused_run_runs_its_step_again(stack: Stack, client: httpx.C
     assert resumed.json()["resumed"] is True and resumed.json()["step"] == "shaky"
     # The step ran again and, as a resumed step is attempt 1 again, its script failed it again:
     # the run pauses at a new gate.
-    again = _paused_again(client, run_id, gate["approve_url"])
+    again = _paused_again(client, run_id, gate["gate_id"])
     assert again["steps"]["shaky"]["status"] == "failed"
     assert client.post(f"/runs/{run_id}/cancel").json()["status"] == "cancelled"
 
@@ -119,7 +119,7 @@ def _paused_again(client: httpx.Client, run_id: str, old_gate: str) -> dict[str,
         run: dict[str, object] = client.get(f"/runs/{run_id}").json()
         gates = run["waiting_for"]
         assert isinstance(gates, list)
-        if run["status"] == "paused" and gates and gates[0]["approve_url"] != old_gate:
+        if run["status"] == "paused" and gates and gates[0]["gate_id"] != old_gate:
             return run
         time.sleep(0.02)
     raise AssertionError(f"run {run_id} did not pause again")

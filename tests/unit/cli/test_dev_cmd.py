@@ -107,3 +107,53 @@ def test_dev_refuses_a_workflows_directory_that_does_not_exist(
     done = switchyard(env, "dev", "--workflows", str(tmp_path / "nope"))
     assert done.returncode == 2
     assert "no such directory" in done.stderr
+
+
+GATE = """\
+switchyard: 1
+name: gated
+version: 1
+steps:
+  approve: {type: human_gate, assignee: lead, message: "go?", timeout: 1h}
+"""
+
+
+def test_dev_prints_each_approval_link_under_its_public_url_without_smtp(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "gated.yaml").write_text(GATE)
+    script = Path(sys.executable).parent / "switchyard"
+    people = '{"lead": [{"name": "dana", "email": "dana@example.com"}, "lee"]}'
+    dev = subprocess.Popen(
+        [str(script), "dev", "--port", "0", "--sfn-port", "0", "--workflows", str(tmp_path),
+         "--public-url", "https://approve.example.com/"],
+        env={**env, "SWITCHYARD_ROLES": people, "SWITCHYARD_SMTP_URL": ""},
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )  # fmt: skip
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=_lines, args=(dev.stderr, lines), daemon=True).start()
+    seen: list[str] = []
+    try:
+        url = _wait_for(lines, "REST API: ", seen).split()[2]
+        with httpx.Client(base_url=url, headers={"Authorization": "Bearer t0ken"}) as client:
+            run_id = client.post("/workflows/gated/runs", json={}).json()["run_id"]
+            printed = {
+                _wait_for(lines, "approval: gated", seen).split()[-2].rstrip(":"): seen[-1]
+                for _ in range(2)
+            }
+            assert set(printed) == {"dana", "lee"}  # each person of the role, their own link
+            links = {person: line.split()[-1] for person, line in printed.items()}
+            assert all(link.startswith("https://approve.example.com/approvals/")
+                       for link in links.values())  # fmt: skip
+            for _ in range(100):
+                waiting = client.get(f"/runs/{run_id}").json()["waiting_for"]
+                if waiting:
+                    break
+                time.sleep(0.05)
+            assert waiting[0]["approve_url"] == links["dana"]
+    finally:
+        dev.send_signal(signal.SIGTERM)
+        code = dev.wait(timeout=30)
+    assert code == 0

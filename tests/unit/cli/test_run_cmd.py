@@ -83,7 +83,7 @@ def test_a_gate_with_no_one_to_answer_leaves_the_run_waiting_with_exit_3(
     assert run["status"] == "waiting"
     (waiting,) = run["waiting_for"]
     assert waiting["step"] == "approve" and waiting["assignee"] == "support_lead"
-    assert waiting["approve_url"].startswith("http://localhost:8080/gates/")
+    assert waiting["approve_url"].startswith("http://localhost:8080/approvals/")
     status = switchyard(env, "engine", "status")
     assert status.returncode == 0 and "engine running" in status.stdout
     approved = switchyard(env, "approve", run["run_id"], "approve", "--note", "ok")

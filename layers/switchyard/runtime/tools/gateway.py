@@ -153,6 +153,8 @@ class ToolGateway:
         tool = self.registry.get(name)
         _validate_args(tool, request.args)
         decision = self.stores.decisions.get(scope.run.id, call_id)
+        if decision is not None and not _same_call(decision, request.args):
+            decision = None  # a person decided on other arguments: this call asks again
         if decision is not None and decision.decision == "rejected":
             raise RejectedError(
                 f"a person rejected this call of {name}"
@@ -283,6 +285,13 @@ class ToolGateway:
                 message=error.message if error is not None else note,
             )
         )
+
+
+def _same_call(decision: ToolDecision, args: dict[str, Any]) -> bool:
+    """A decision binds to the exact arguments the person was shown (redacted as shown)."""
+    if decision.shown_args is None:
+        return True
+    return canonical_json(redact(decision.shown_args)) == canonical_json(redact(args))
 
 
 def _hash(text: str) -> str:
