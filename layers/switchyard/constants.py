@@ -57,6 +57,9 @@ SECRET_REFERENCE_PREFIX = "secret:"
 SECRET_ENV_PREFIX = "SWITCHYARD_SECRET_"
 """`SWITCHYARD_SECRET_<NAME>`: a secret's value; else Secrets Manager secret `<name>`."""
 EMAIL_FROM_ENV = "SWITCHYARD_EMAIL_FROM"
+SMTP_URL_ENV = "SWITCHYARD_SMTP_URL"
+"""`smtp://host:port` or `smtps://user:pass@host:port`: `email.send` (and approval e-mails) go
+through this SMTP server instead of SES."""
 EVENT_BUS_ENV = "SWITCHYARD_EVENT_BUS"
 """Event bus of the `events.put` tool and of `event` triggers."""
 
