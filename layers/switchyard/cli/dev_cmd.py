@@ -17,6 +17,7 @@ from switchyard.constants import API_TOKEN_ENV, APPROVAL_BASE_URL_ENV
 from switchyard.engine.engine import Engine
 from switchyard.engine.serve import EngineProcess
 from switchyard.local.database import open_database
+from switchyard.local.triggers.runtime import LocalTriggers
 
 DEFAULT_WORKFLOWS = Path("workflows")
 
@@ -35,6 +36,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--sfn-port", type=int, default=8083, help="Step Functions API (default 8083)"
+    )
+    parser.add_argument(
+        "--events-port",
+        type=int,
+        default=8084,
+        help="EventBridge PutEvents for event triggers, on 127.0.0.1 (default 8084)",
     )
     parser.add_argument(
         "--host",
@@ -78,6 +85,15 @@ def run(args: argparse.Namespace) -> int:
     api = process.servers[-1]
     # gates' links (`waiting_for[].approve_url`) point at this server unless configured
     os.environ.setdefault(APPROVAL_BASE_URL_ENV, api.url)
+    triggers = LocalTriggers(process.engine)  # docs/triggers.md
+    try:
+        triggers.start(
+            api.api.context.catalog.entries(), base_url=api.url, events_port=args.events_port
+        )
+    except OSError as exc:
+        triggers.close()
+        process.close()
+        raise CommandError(f"cannot serve events: {exc}", ExitCode.FAILED) from None
     served = (
         f"{len(api.api.context.catalog)} workflow(s) from {workflows_dir}"
         if workflows_dir
@@ -85,10 +101,12 @@ def run(args: argparse.Namespace) -> int:
     )
     say(f"REST API: {api.url} · {served}" + (" · bearer token required" if token else ""))
     say(f"Step Functions API: {process.sfn_url}")
+    say(f"EventBridge PutEvents: {triggers.events_url}")
     say("engine running · Ctrl-C stops")
     try:
         stop.wait()
     finally:
+        triggers.close()
         process.close()
     return ExitCode.OK
 

@@ -29,6 +29,7 @@ from switchyard.model import (
 from switchyard.model.builtin_tools import BUILTIN_TOOLS
 from switchyard.source import DocPath
 from switchyard.templates import template_info
+from switchyard.triggers.patterns import PatternError, check_pattern
 from switchyard.validate.catalog import WorkflowCatalog
 from switchyard.validate.context import Checks
 from switchyard.validate.output_types import inline_output_schema, json_types, types_text
@@ -359,6 +360,15 @@ class StepRules:
             assert isinstance(
                 trigger, ScheduleTrigger | EventTrigger | WebhookTrigger | QueueTrigger
             )
+            if isinstance(trigger, EventTrigger):
+                try:
+                    check_pattern(trigger.pattern)
+                except PatternError as exc:
+                    self._checks.report(
+                        Code.SCHEMA,
+                        (*base, "pattern"),
+                        f"not an EventBridge event pattern: {exc}",
+                    )
             scope = Scope(_TRIGGER_ROOTS[trigger.type] | {"run"}, None)
             self._refs.templates(trigger.input, (*base, "input"), scope)
             for key in trigger.input:
