@@ -158,3 +158,27 @@ def test_the_events_port_refuses_other_operations(served: tuple[TriggerService, 
     answer = httpx.post(events_url, content=b"{}", headers={"X-Amz-Target": "AWSEvents.ListRules"})
     assert answer.status_code == 400
     assert answer.json()["__type"] == "UnknownOperationException"
+
+
+def test_the_aws_cli_puts_events_on_the_events_port(
+    stack: Stack, served: tuple[TriggerService, str, str]
+) -> None:
+    import os
+    import shutil
+    import subprocess
+
+    _, _, events_url = served
+    aws = shutil.which("aws")
+    assert aws is not None, "the AWS CLI is part of the development machine"
+    entries = [
+        {"Source": "shop.tickets", "DetailType": "TicketCreated", "Detail": '{"text": "cli"}'}
+    ]
+    done = subprocess.run(
+        [aws, "events", "put-events", "--endpoint-url", events_url, "--region", "us-east-1",
+         "--entries", json.dumps(entries)],
+        env={**os.environ, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["FailedEntryCount"] == 0
+    assert list(stack.runs().values()) == [{"body": "cli"}]
