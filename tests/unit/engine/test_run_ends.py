@@ -174,3 +174,34 @@ def test_a_failing_parent_stops_its_running_child(
         "The parent execution fails-1 failed, so this sub-workflow run was stopped"
     )
     until(lambda: child_run not in open_gates(conninfo))
+
+
+def test_recovery_stops_a_child_whose_parent_ended_before_it_was_stopped(
+    conninfo: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DATABASE_URL", conninfo)
+    first = Engine(conninfo)
+    first.start()
+    try:
+        execution = start(
+            first, tmp_path, CANCELLED.replace("cancelled-parent", "orphaning"), "o-1"
+        )
+        until(lambda: child_of(conninfo, "o-1")[1] == "waiting")
+    finally:
+        first.close()
+    # What a crash leaves when the parent's end was committed and the engine died before its
+    # follow-up stopped the child: the parent is final, the child still RUNNING.
+    with psycopg.connect(conninfo) as conn:
+        conn.execute("UPDATE sfn_executions SET status = 'ABORTED' WHERE arn = %s", (execution,))
+    second = Engine(conninfo)
+    second.start()
+    try:
+        child_run, _, error = until(
+            lambda: (c := child_of(conninfo, "o-1"))[1] == "cancelled" and c
+        )
+        assert error["message"] == (
+            "The parent execution o-1 was stopped, so this sub-workflow run was stopped"
+        )
+        until(lambda: child_run not in open_gates(conninfo))
+    finally:
+        second.close()
