@@ -57,6 +57,9 @@ SECRET_REFERENCE_PREFIX = "secret:"
 SECRET_ENV_PREFIX = "SWITCHYARD_SECRET_"
 """`SWITCHYARD_SECRET_<NAME>`: a secret's value; else Secrets Manager secret `<name>`."""
 EMAIL_FROM_ENV = "SWITCHYARD_EMAIL_FROM"
+SMTP_URL_ENV = "SWITCHYARD_SMTP_URL"
+"""`smtp://host:port` or `smtps://user:pass@host:port`: `email.send` (and approval e-mails) go
+through this SMTP server instead of SES."""
 EVENT_BUS_ENV = "SWITCHYARD_EVENT_BUS"
 """Event bus of the `events.put` tool and of `event` triggers."""
 
@@ -89,8 +92,6 @@ signing new links and all of them verifying (rotation). Unset locally: one key k
 database (`approval_keys`)."""
 APPROVAL_SIGNING_SECRET_ENV = "SWITCHYARD_APPROVAL_SIGNING_SECRET_ARN"
 """On AWS: the Secrets Manager secret holding that JSON (what the stack sets)."""
-SMTP_URL_ENV = "SWITCHYARD_SMTP_URL"
-"""`smtp://host:port` or `smtps://user:pass@host:port`: approval e-mails go through it."""
 SES_IDENTITY_ENV = "SWITCHYARD_SES_IDENTITY"
 """On AWS: the SES identity (domain or address) approval e-mails are sent from."""
 SLACK_BOT_TOKEN_ENV = "SWITCHYARD_SLACK_BOT_TOKEN"

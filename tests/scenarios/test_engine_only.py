@@ -3,6 +3,9 @@
 - sub-workflow-retried: moto times out a retried `startExecution.sync:2` Task at once (its retry
   waits on the first attempt's ended frame), so the parent fails with `States.Timeout` although
   the new child succeeds. On AWS and on the engine the retry starts a new child and waits for it.
+- sub-workflow-parent-times-out: moto does not stop a `.sync` child when its parent times out;
+  the child's thread runs on and calls its next step's function after the scenario has ended.
+  On AWS and on the engine the child is stopped (ABORTED) with its parent.
 """
 
 from __future__ import annotations

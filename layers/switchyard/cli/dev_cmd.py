@@ -17,6 +17,7 @@ from switchyard.constants import API_TOKEN_ENV, PUBLIC_URL_ENV, SCRIPTS_DIR_ENV,
 from switchyard.engine.engine import Engine
 from switchyard.engine.serve import EngineProcess
 from switchyard.local.database import open_database
+from switchyard.local.triggers.runtime import LocalTriggers
 
 DEFAULT_WORKFLOWS = Path("workflows")
 
@@ -35,6 +36,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--sfn-port", type=int, default=8083, help="Step Functions API (default 8083)"
+    )
+    parser.add_argument(
+        "--events-port",
+        type=int,
+        default=8084,
+        help="EventBridge PutEvents for event triggers, on 127.0.0.1 (default 8084)",
     )
     parser.add_argument(
         "--host",
@@ -100,6 +107,15 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.OK
     api = process.servers[-1]
     _approval_links(args.public_url or api.url)
+    triggers = LocalTriggers(process.engine)  # docs/triggers.md
+    try:
+        triggers.start(
+            api.context.catalog.entries(), base_url=api.url, events_port=args.events_port
+        )
+    except OSError as exc:
+        triggers.close()
+        process.close()
+        raise CommandError(f"cannot serve events: {exc}", ExitCode.FAILED) from None
     served = (
         f"{len(api.context.catalog)} workflow(s) from {workflows_dir}"
         if workflows_dir
@@ -110,10 +126,12 @@ def run(args: argparse.Namespace) -> int:
     if scripts is not None:
         say(f"model scripts (X-Switchyard-LLM-Script): {scripts.root}")
     say(f"Step Functions API: {process.sfn_url}")
+    say(f"EventBridge PutEvents: {triggers.events_url}")
     say("engine running · Ctrl-C stops")
     try:
         stop.wait()
     finally:
+        triggers.close()
         process.close()
     return ExitCode.OK
 

@@ -15,6 +15,7 @@ from switchyard.cli import (
     run_cmd,
     runs_cmd,
     schema_cmd,
+    triggers_cmd,
     validate_cmd,
 )
 from switchyard.cli.common import CommandError
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         runs_cmd,
         gates_cmd,
         engine_cmd,
+        triggers_cmd,
     ):
         module.add_parser(commands)
     return parser

@@ -11,6 +11,7 @@ from switchyard.cli.common import CommandError, money
 from switchyard.cli.exit_codes import ExitCode
 from switchyard.local.database import open_database
 from switchyard.local.report import RunNotFoundError, find_run, list_runs, run_view
+from switchyard.local.triggers.store import trigger_dead_letters
 
 STATUSES = ("running", "waiting", "paused", "succeeded", "failed", "cancelled", "timed_out")
 
@@ -33,9 +34,11 @@ def run_list(args: argparse.Namespace) -> int:
     database = open_database()
     with psycopg.connect(database.conninfo, autocommit=True) as conn:
         runs = list_runs(conn, status=args.status, limit=args.limit)
+        letters = trigger_dead_letters(conn)
     if args.json:
         print(json.dumps(runs, indent=2))
         return ExitCode.OK
+    _print_dead_letters(letters)
     if not runs:
         print("no runs" + (f" with status {args.status}" if args.status else ""))
         return ExitCode.OK
@@ -46,6 +49,17 @@ def run_list(args: argparse.Namespace) -> int:
             f"{run['status']:<10} {money(run['cost_usd']):>10}  {run['started_at']}"
         )
     return ExitCode.OK
+
+
+def _print_dead_letters(letters: list[dict[str, object]]) -> None:
+    """Trigger deliveries that started no run: they have no run row of their own."""
+    for letter in letters:
+        error = letter.get("error") or {}
+        message = error.get("message", "") if isinstance(error, dict) else ""
+        print(
+            f"dead letter  {letter['trigger_key']} delivery {letter['delivery_id']}: "
+            f"no run started ({message}); see switchyard triggers list --json"
+        )
 
 
 def run_show(args: argparse.Namespace) -> int:

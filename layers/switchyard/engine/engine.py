@@ -69,7 +69,7 @@ from switchyard.engine.interpreter import (
 from switchyard.engine.outage import Backoff, Outage, is_connection_fault
 from switchyard.engine.ownership import Ownership
 from switchyard.engine.prefetch import IdPool, Prefetch
-from switchyard.engine.records import RunRecorder
+from switchyard.engine.records import RunRecorder, orphaned_children, stopped_by_parent
 from switchyard.engine.store import EngineStore, ExecutionRow
 from switchyard.engine.timers import TimerHeap
 from switchyard.stores.migrate import apply_migrations
@@ -636,6 +636,8 @@ class Engine:
         execution = self._load(execution_id=execution_id)
         if execution is None:
             return
+        if execution.status.is_final:  # a late result: a gate it opened must not stay open
+            self._recorder.late_result(execution)
         frame = execution.frames.get(frame_id)
         task = (frame.task or {}) if frame else {}
         request = self._request(execution, frame_id, attempt)
@@ -1069,10 +1071,9 @@ class Engine:
                     raise
                 self._outage.failed(exc)
                 self._stop.wait(backoff.next())
+        cause = stopped_by_parent(execution)
         for (arn,) in rows:
-            self._inbox.put(
-                StopExecution(arn, error="States.Aborted", cause="The parent execution stopped")
-            )
+            self._inbox.put(StopExecution(arn, error="States.Aborted", cause=cause))
 
     def _after_failed_batch(
         self, commands: list[Command], batch: _Batch, error: BaseException
@@ -1224,8 +1225,13 @@ class Engine:
                 (row["execution_id"], row["frame_id"], row["kind"]), row["fire_at"], row["attempt"]
             )
         pending = self._store.pending_tasks()
+        orphans = orphaned_children(self._conn)  # their parent ended before it stopped them
         self._conn.commit()
+        for arn, cause in orphans.items():
+            self._inbox.put(StopExecution(arn, error="States.Aborted", cause=cause))
         for row in pending:
+            if row["execution_arn"] in orphans:
+                continue
             request = TaskRequest(
                 row["execution_arn"], row["frame_id"], row["attempt"], row["kind"], row["resource"],
                 row["parameters"], row["token"], row["timeout_seconds"],

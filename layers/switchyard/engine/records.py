@@ -31,6 +31,41 @@ _RUN_STATUS = {
 _GATE_STATUS = {"approval": "waiting", "human": "waiting", "pause": "paused", "budget": "paused"}
 
 
+_ENDED_BY = {
+    ExecutionStatus.TIMED_OUT: "timed out",
+    ExecutionStatus.FAILED: "failed",
+    ExecutionStatus.ABORTED: "was stopped",
+    ExecutionStatus.SUCCEEDED: "ended",
+}
+
+
+def stopped_by_parent(parent: Execution) -> str:
+    """The cause a child run is stopped with when its parent ends first (as Step Functions stops
+    a `.sync` child): what its record shows."""
+    return _stopped_by(parent.name, parent.status)
+
+
+def _stopped_by(name: str, status: ExecutionStatus) -> str:
+    how = _ENDED_BY.get(status, "ended")
+    return f"The parent execution {name} {how}, so this sub-workflow run was stopped"
+
+
+ORPHANS_SQL = """
+SELECT c.arn, p.name, p.status FROM sfn_executions c
+JOIN sfn_executions p ON p.id = (c.parent->>'execution_id')::bigint
+WHERE c.status = 'RUNNING' AND p.status <> 'RUNNING'
+"""
+
+
+def orphaned_children(conn: psycopg.Connection[Any]) -> dict[str, str]:
+    """Running children whose parent has ended (an engine stopped before it stopped them):
+    child execution ARN -> the cause to stop it with. Recovery stops them."""
+    return {
+        str(arn): _stopped_by(str(name), ExecutionStatus(status))
+        for arn, name, status in conn.execute(ORPHANS_SQL).fetchall()
+    }
+
+
 def _json(value: Any) -> str | None:
     return None if value is None else json_text(value)
 
@@ -285,6 +320,18 @@ class RunRecorder:
         )  # fmt: skip
         if execution.status is not ExecutionStatus.SUCCEEDED:
             self._close_unfinished(execution, status)
+
+    def late_result(self, execution: Execution) -> None:
+        """A task of an ended run answered: a gate its notification opened while the run was
+        ending (after `_close_unfinished` ran) is closed as the others were."""
+        if execution.status is ExecutionStatus.SUCCEEDED or workflow_of(execution) is None:
+            return
+        status = _RUN_STATUS.get(execution.status, "failed")
+        self._conn.execute(
+            "UPDATE gates SET status = 'closed', decided_at = now(), note = %s"
+            " WHERE execution_arn = %s AND status = 'open'",
+            (f"the run {status.replace('_', ' ')}", execution.arn),
+        )
 
     def _close_unfinished(self, execution: Execution, status: str) -> None:
         """A run that ended badly leaves no step running or waiting and no gate open: a branch

@@ -3,6 +3,8 @@ fill the placeholders with local ARNs, create or update its state machine, publi
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,6 +70,8 @@ def _install(
     if missing:
         raise WorkflowFileError(f"{path}: cannot fill {', '.join(missing)}")
     arn = arns.machine(workflow.name)
+    digest = definition_digest(path)
+    _refuse_changed_version(store, f"{arn}:v{workflow.version}", digest, workflow, path)
     if store.machine(arn) is None:
         created = machines.create(store, arns, name=workflow.name, definition=text, publish=True)
         version_arn = created["stateMachineVersionArn"]
@@ -78,9 +82,41 @@ def _install(
         store,
         name=f"v{workflow.version}",
         routing=[{"stateMachineVersionArn": version_arn, "weight": 100}],
-        description=f"workflow {workflow.name} version {workflow.version}",
+        description=f"workflow {workflow.name} version {workflow.version} {_DIGEST}{digest}",
     )
     return Installed(workflow, arn, version_arn, alias["stateMachineAliasArn"])
+
+
+_DIGEST = "definition:"
+"""The alias description ends with the digest of the definition installed under that version."""
+
+
+def definition_digest(path: Path) -> str:
+    """sha256 of the workflow as written (keys and values; not comments or layout)."""
+    from switchyard.source import load_file
+
+    data = load_file(path).data
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _refuse_changed_version(
+    store: EngineStore, alias_arn: str, digest: str, workflow: Workflow, path: Path
+) -> None:
+    """A version number names one definition: runs, costs and history are kept per version, so
+    another definition under the same number would make them lie (Step Functions would publish
+    another machine version silently)."""
+    alias = store.alias(alias_arn)
+    description = str((alias or {}).get("description") or "")
+    if _DIGEST not in description:
+        return  # not installed yet, or installed before digests were recorded
+    if description.rsplit(_DIGEST, 1)[1].strip() == digest:
+        return
+    raise WorkflowFileError(
+        f"{path}: workflow {workflow.name} version {workflow.version} is already installed with "
+        f"a different definition; bump `version` to {workflow.version + 1} in {path.name} to "
+        f"install this one (runs of version {workflow.version} keep theirs)"
+    )
 
 
 def _children(workflow: Workflow) -> list[tuple[str, int | None]]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -35,6 +35,7 @@ from switchyard.runtime.providers import (
     ToolSpec,
     call_model,
 )
+from switchyard.runtime.providers.base import input_tokens
 from switchyard.runtime.rendering import render_text
 from switchyard.runtime.services import StepServices
 from switchyard.runtime.step_io import (
@@ -203,7 +204,11 @@ class AgentRun:
             temperature=self.step.temperature,
             key=self.key(turn),
         )
-        reservation = self.guard.reserve(self.model, turn)
+        cap = self.guard.cap(
+            [self.model, *self.step.fallback_models], input_tokens(request), request.max_tokens
+        )
+        request = replace(request, max_tokens=cap.max_tokens)
+        reservation = self.guard.reserve(self.model, turn, cap.reserve_micros)
         try:
             response = call_model(
                 self.provider,

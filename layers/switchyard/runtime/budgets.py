@@ -5,13 +5,17 @@ reservations a crashed earlier attempt of this step left (released), and the run
 (this attempt counted once). Before each model call: a reservation of the estimated cost on the
 run, the step (if it has a budget), the budgets enclosing a sub-workflow run (its ancestors'
 runs and the `sub_workflow` step's budget) and the tenant's day (if it has a limit), all or
-nothing. The
-estimate is the step's `budget.max_cost_usd` (what is left of it), else the historical average
-cost of this model in this step, else $0.10. After the call: settled to the real cost and tokens.
+nothing. Each
+call is capped first (`cap`): its `max_tokens` is what those budgets can still pay for after its
+input, and it reserves that request's worst case; a call that cannot pay for a useful answer is
+refused before dispatch. (`estimate`, the step's remaining budget, else the historical average,
+else $0.10, is what a reservation without a cap holds.) After the call: settled to the real cost
+and tokens.
 """
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,9 +29,21 @@ from switchyard.runtime.errors import BudgetExceededError, StepError
 from switchyard.runtime.models_catalog import ModelCatalog, UnknownModelError, to_micros
 from switchyard.runtime.settings import MODEL_PRICES_ENV
 from switchyard.stores.budget import BudgetLedger, Reservation, Scope, ScopeLimit
+from switchyard.stores.budget.ledger import EMPTY_TOTALS
 
 DEFAULT_ESTIMATE_MICROS = 100_000
 """$0.10: the estimate of a call with no step budget and no history."""
+MIN_USEFUL_OUTPUT_TOKENS = 16
+"""A call whose budgets pay for fewer output tokens than this is refused instead of sent."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallCap:
+    """What one model call may ask for, and what it reserves."""
+
+    max_tokens: int
+    reserve_micros: int
+    """The most the request can cost: its input, and `max_tokens` of output."""
 
 
 @dataclass
@@ -151,8 +167,48 @@ class BudgetGuard:
         average = self.ledger.average_cost(model, self.history_key)
         return average if average is not None else DEFAULT_ESTIMATE_MICROS
 
-    def reserve(self, model: str, turn: int) -> Reservation | None:
-        """Reserve one call's estimated cost; `BudgetExceededError` when it does not fit."""
+    def cap(self, models: Sequence[str], input_tokens: int, wanted: int) -> CallCap:
+        """What one call may ask for: `max_tokens` at most what every budget on it (step, run,
+        enclosing runs and steps, tenant day) can still pay for at the dearest of `models`'
+        output prices, once `input_tokens` are paid at the dearest input price; the worst case
+        of that request is what it reserves. A call that could not be sent with at least
+        `MIN_USEFUL_OUTPUT_TOKENS` is refused here, before dispatch."""
+        self.check_duration()
+        prices = [self.catalog.get(model) for model in models]
+        input_price = max(price.input for price in prices)  # USD per million = micros per token
+        output_price = max(price.output for price in prices)
+        input_micros = math.ceil(input_price * input_tokens)
+        allowed = wanted
+        binding: tuple[ScopeLimit, int | None] | None = None
+        for limit in self._limits():
+            totals = self.ledger.totals(limit.scope) if self.ledger is not None else EMPTY_TOTALS
+            money = totals.limit_micros if totals.limit_micros is not None else limit.max_micros
+            if money is not None:
+                left = money - totals.spent_micros - totals.reserved_micros - input_micros
+                affordable = math.floor(left / output_price) if left > 0 else 0
+                if affordable < allowed:
+                    allowed, binding = affordable, (limit, money)
+            if limit.max_tokens is not None:
+                tokens_left = max(limit.max_tokens - totals.tokens - input_tokens, 0)
+                if tokens_left < allowed:
+                    allowed, binding = tokens_left, (limit, None)
+        if allowed < MIN_USEFUL_OUTPUT_TOKENS and binding is not None:
+            limit, money = binding
+            what = f"${money / 1e6:.6f}" if money is not None else f"{limit.max_tokens} tokens"
+            raise BudgetExceededError(
+                f"step {self.invocation.step_id} cannot pay for a useful answer: what is left "
+                f"of {limit.scope.key}'s {what} pays for {allowed} output tokens after "
+                f"{input_tokens} input tokens at {prices[0].id}'s prices (at least "
+                f"{MIN_USEFUL_OUTPUT_TOKENS} are needed); it was not called",
+                scope=limit.scope.key,
+                limit_micros=money,
+            )
+        worst = math.ceil(input_micros + output_price * allowed)
+        return CallCap(max_tokens=allowed, reserve_micros=max(worst, 1))
+
+    def reserve(self, model: str, turn: int, amount: int | None = None) -> Reservation | None:
+        """Reserve one call's cost (`amount`, else the estimate); `BudgetExceededError` when it
+        does not fit."""
         self.check_duration()
         if self.ledger is None:
             return None
@@ -162,7 +218,7 @@ class BudgetGuard:
         )
         return self.ledger.reserve(
             reservation_id,
-            self.estimate(model),
+            amount if amount is not None else self.estimate(model),
             self._limits(),
             owner=self.owner,
             model=model,

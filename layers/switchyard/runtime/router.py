@@ -9,6 +9,7 @@ none, so every target is skipped) and records why. Output: `{route, reason}`.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from switchyard.contract import StepInvocation, StepResult
@@ -18,6 +19,7 @@ from switchyard.runtime.budgets import BudgetGuard
 from switchyard.runtime.clock import Deadline
 from switchyard.runtime.errors import InvalidOutputError, PermanentError, StepError
 from switchyard.runtime.providers import CallKey, ModelRequest, call_model
+from switchyard.runtime.providers.base import input_tokens
 from switchyard.runtime.rendering import render_text
 from switchyard.runtime.services import StepServices
 from switchyard.runtime.step_io import context_for, deadline_for, finish, run_script, step_fields
@@ -75,7 +77,11 @@ def run_llm_router(
             invocation.attempt,
         ),
     )
-    reservation = guard.reserve(router.model, 0)
+    cap = guard.cap(
+        [router.model, *router.fallback_models], input_tokens(request), ROUTER_MAX_TOKENS
+    )
+    request = replace(request, max_tokens=cap.max_tokens)
+    reservation = guard.reserve(router.model, 0, cap.reserve_micros)
     try:
         response = call_model(
             services.provider_for(router.provider, script=run_script(invocation)),

@@ -6,6 +6,7 @@ is `{}` (anything), so nothing is reported: no false alarms.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,6 +119,8 @@ class Mismatch:
 
     prefix: tuple[str | int, ...]
     message: str
+    hint: str = ""
+    """What to do about it, said after where the mismatch comes from."""
 
 
 def walk(schema: Schema, parts: tuple[str | int, ...]) -> tuple[Schema, Mismatch | None]:
@@ -140,6 +143,10 @@ def walk(schema: Schema, parts: tuple[str | int, ...]) -> tuple[Schema, Mismatch
             if extra is False:
                 known = ", ".join(properties) or "none"
                 return {}, Mismatch(parts[:depth], f"has no field '{part}' (its fields: {known})")
+            if properties and "additionalProperties" not in current:
+                # Declared properties are what a reader can rely on; saying
+                # `additionalProperties: true` (or a schema) is the explicit escape.
+                return {}, _undeclared(parts[:depth], part, list(properties))
             current = extra if isinstance(extra, dict) else {}
         else:
             if types and "array" not in types:
@@ -151,6 +158,16 @@ def walk(schema: Schema, parts: tuple[str | int, ...]) -> tuple[Schema, Mismatch
                 items = current.get("items", {})
                 current = items if isinstance(items, dict) else {}
     return current, None
+
+
+def _undeclared(prefix: tuple[str | int, ...], part: str, properties: list[str]) -> Mismatch:
+    close = difflib.get_close_matches(part, properties, n=1)
+    meant = f"did you mean '{close[0]}'? " if close else ""
+    return Mismatch(
+        prefix,
+        f"declares no field '{part}' (its fields: {', '.join(properties)})",
+        f"{meant}If other fields may be there, say so: additionalProperties: true",
+    )
 
 
 def json_types(schema: Schema) -> set[str] | None:
@@ -165,6 +182,12 @@ def json_types(schema: Schema) -> set[str] | None:
     if "const" in schema:
         return {_json_type(schema["const"])}
     return None
+
+
+def types_text(types: set[str]) -> str:
+    """`a string`, `an array or string`: JSON types as a reader says them."""
+    text = " or ".join(sorted(types))
+    return f"an {text}" if text[:1] in "aeiou" else f"a {text}"
 
 
 def _json_type(value: Any) -> str:

@@ -3,6 +3,7 @@ fields that the upstream `output_schema` allows, compared with values of the rig
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,8 @@ from switchyard.validate.output_types import (
 )
 
 Parts = tuple[str | int, ...]
+_BARE_PATH = re.compile(r"^\{\{\s*[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[\d+\])*\s*\}\}$")
+"""`{{ steps.x.output.y }}` with no filter: its value keeps the type at that path."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,31 @@ class ReferenceChecker:
             if ref.root in self._globals and ref.root not in scope.roots:
                 continue
             self._reference(ref.root, ref.parts, path, scope, Code.BAD_TEMPLATE)
+
+    def value_types(self, text: str, scope: Scope) -> tuple[set[str] | None, str]:
+        """The JSON types `text` renders to, and what it is (for messages); None when unknown.
+
+        Text, and a template with text around its expressions, render to a string; a lone
+        `{{ path }}` keeps the type its schema gives; a lone expression with filters is unknown.
+        """
+        try:
+            info = template_info(text)
+        except TemplateError:
+            return None, ""
+        if info.is_static:
+            return {"string"}, f"'{text}' is text"
+        if not info.single_expression:
+            return {"string"}, "this template renders text"
+        if len(info.references) != 1 or not _BARE_PATH.match(text.strip()):
+            return None, ""
+        ref = info.references[0]
+        if ref.root not in scope.roots:
+            return None, ""
+        schema, problem = self._resolve(ref.root, ref.parts, scope)
+        types = json_types(schema) if problem is None else None
+        if types is None:
+            return None, ""
+        return types, f"{ref.text} is {_types_text(types)} by its schema"
 
     # --- conditions ------------------------------------------------------------------------
 
@@ -291,7 +319,8 @@ def _resolve_in(schema: Schema, label: str, parts: Parts) -> tuple[Schema, str |
     if mismatch is None:
         return found, None
     where = label + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in mismatch.prefix)
-    return {}, f"{where} {mismatch.message}, by its output_schema"
+    hint = f"; {mismatch.hint}" if mismatch.hint else ""
+    return {}, f"{where} {mismatch.message}, by its output_schema{hint}"
 
 
 def _strings(value: Any, path: DocPath) -> Iterator[tuple[DocPath, str]]:

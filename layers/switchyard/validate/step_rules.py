@@ -29,9 +29,10 @@ from switchyard.model import (
 from switchyard.model.builtin_tools import BUILTIN_TOOLS
 from switchyard.source import DocPath
 from switchyard.templates import template_info
+from switchyard.triggers.patterns import PatternError, check_pattern
 from switchyard.validate.catalog import WorkflowCatalog
 from switchyard.validate.context import Checks
-from switchyard.validate.output_types import inline_output_schema, json_types
+from switchyard.validate.output_types import inline_output_schema, json_types, types_text
 from switchyard.validate.references import ReferenceChecker, Scope
 
 _CONTEXT = frozenset({"inputs", "steps", "run"})
@@ -112,7 +113,7 @@ class StepRules:
             self._tool_step(base, body, scope)
         else:
             self._refs.templates(body.input, (*base, "input"), scope)
-            self._sub_workflow(base, body)
+            self._sub_workflow(base, body, scope)
 
     def _map(self, base: DocPath, step: MapStep, scope: Scope) -> None:
         self._refs.template(step.items, (*base, "items"), scope)
@@ -216,6 +217,11 @@ class StepRules:
                     (*base, "args", key),
                     f"{body.tool} takes no argument '{key}'; {hint}",
                 )
+        for key, value in body.args.items():
+            if key in allowed and isinstance(value, str):
+                self._typed_slot(
+                    (*base, "args", key), value, scope, allowed[key], f"{body.tool} takes '{key}'"
+                )
         for key in schema["required"]:
             if key not in body.args:
                 self._checks.report(
@@ -250,7 +256,21 @@ class StepRules:
 
     # --- sub-workflows ---------------------------------------------------------------------
 
-    def _sub_workflow(self, base: DocPath, body: SubWorkflowBody) -> None:
+    def _typed_slot(self, where: DocPath, text: str, scope: Scope, target: Any, what: str) -> None:
+        """A value going where a schema expects some types: report when no type can fit."""
+        wanted = json_types(target) if isinstance(target, dict) else None
+        if wanted is None:
+            return
+        found, described = self._refs.value_types(text, scope)
+        if found is None or found & wanted:
+            return
+        self._checks.report(
+            Code.TYPE_MISMATCH,
+            where,
+            f"{what} as {types_text(wanted)}, but {described}",
+        )
+
+    def _sub_workflow(self, base: DocPath, body: SubWorkflowBody, scope: Scope) -> None:
         if self._catalog is None:
             return
         name, version = body.workflow_name, body.workflow_version
@@ -269,7 +289,7 @@ class StepRules:
                 f"{self._catalog.describe(name)}; put its file in the same folder",
             )
             return
-        for key in body.input:
+        for key, value in body.input.items():
             if child_inputs and key not in child_inputs:
                 self._checks.report(
                     Code.TYPE_MISMATCH,
@@ -277,8 +297,19 @@ class StepRules:
                     f"workflow '{name}' has no input '{key}' "
                     f"(its inputs: {', '.join(child_inputs)})",
                 )
+            elif key in child_inputs:
+                self._typed_slot(
+                    (*base, "input", key),
+                    value,
+                    scope,
+                    child_inputs[key],
+                    f"workflow '{name}' takes '{key}'",
+                )
+        # An input the schema check set aside (a value of the wrong kind) is there, not missing:
+        # it was reported as what it is.
+        given = set(body.input) | _raw_keys(self._checks.document.data, (*base, "input"))
         for key, schema in child_inputs.items():
-            if isinstance(schema, dict) and "default" not in schema and key not in body.input:
+            if isinstance(schema, dict) and "default" not in schema and key not in given:
                 self._checks.report(
                     Code.TYPE_MISMATCH,
                     (*base, "input"),
@@ -329,6 +360,15 @@ class StepRules:
             assert isinstance(
                 trigger, ScheduleTrigger | EventTrigger | WebhookTrigger | QueueTrigger
             )
+            if isinstance(trigger, EventTrigger):
+                try:
+                    check_pattern(trigger.pattern)
+                except PatternError as exc:
+                    self._checks.report(
+                        Code.SCHEMA,
+                        (*base, "pattern"),
+                        f"not an EventBridge event pattern: {exc}",
+                    )
             scope = Scope(_TRIGGER_ROOTS[trigger.type] | {"run"}, None)
             self._refs.templates(trigger.input, (*base, "input"), scope)
             for key in trigger.input:
@@ -338,3 +378,17 @@ class StepRules:
                         (*base, "input", key),
                         f"'{key}' is not a declared input (inputs: {', '.join(declared)})",
                     )
+
+
+def _raw_keys(data: Any, path: DocPath) -> set[str]:
+    """The keys of the mapping at `path` in the document as written (before the schema check)."""
+    node = data
+    for part in path:
+        found = isinstance(node, dict) and part in node
+        found = found or (
+            isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        )
+        if not found:
+            return set()
+        node = node[part]
+    return {str(k) for k in node} if isinstance(node, dict) else set()

@@ -50,13 +50,13 @@ BUDGET_PAUSE = """\
 switchyard: 1
 name: budget-pause
 version: 1
-budget: {max_cost_usd: 0.05}
+budget: {max_cost_usd: 0.00005}
 defaults: {model: claude-haiku-4-5}
 steps:
   pricey: {type: agent, prompt: pricey}
 """
-"""A call with no history is estimated at $0.10, more than the run's budget: the step is refused
-before it calls the model, and the run pauses until its budget is raised."""
+"""$0.00005 pays for no useful answer (10 haiku output tokens): the step is refused before it
+calls the model, and the run pauses until its budget is raised."""
 BUDGET_PAUSE_SCRIPT = {"pricey": [{"text": "worth it"}]}
 INVALID = """\
 switchyard: 1

@@ -143,7 +143,7 @@ def test_a_run_the_budget_paused_succeeds_once_its_budget_is_raised(
         row = conn.execute(
             "SELECT limit_micros FROM budget_scopes WHERE scope = %s", (f"run:{run_id}",)
         ).fetchone()
-    assert row is not None and row[0] == 1_550_000  # $0.05 + $1.50
+    assert row is not None and row[0] == 1_500_050  # $0.00005 + $1.50
     done = wait_for(client, run_id, {"succeeded"})
     assert done["steps"]["pricey"]["output"] == {"text": "worth it"}
 
@@ -172,7 +172,7 @@ def test_with_an_operators_role_only_operators_resume_and_the_budget_stays(
         row = conn.execute(
             "SELECT limit_micros FROM budget_scopes WHERE scope = %s", (f"run:{run_id}",)
         ).fetchone()
-    assert row is None or row[0] == 50_000  # the refused resume raised nothing
+    assert row is None or row[0] == 50  # the refused resume raised nothing
     operator = {"X-Switchyard-User": "ops@example.com"}
     resumed = client.post(
         f"/runs/{run_id}/resume", json={"raise_budget_usd": 1.5}, headers=operator

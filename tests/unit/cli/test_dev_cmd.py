@@ -65,7 +65,18 @@ def test_dev_serves_the_rest_api_and_the_step_functions_api(
     (tmp_path / "broken.yaml").write_text("switchyard: 1\nname: broken\n")
     script = Path(sys.executable).parent / "switchyard"
     dev = subprocess.Popen(
-        [str(script), "dev", "--port", "0", "--sfn-port", "0", "--workflows", str(tmp_path)],
+        [
+            str(script),
+            "dev",
+            "--port",
+            "0",
+            "--sfn-port",
+            "0",
+            "--events-port",
+            "0",
+            "--workflows",
+            str(tmp_path),
+        ],
         env=env,
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
@@ -153,6 +164,70 @@ def test_dev_prints_each_approval_link_under_its_public_url_without_smtp(
                     break
                 time.sleep(0.05)
             assert waiting[0]["approve_url"] == links["dana"]
+    finally:
+        dev.send_signal(signal.SIGTERM)
+        code = dev.wait(timeout=30)
+    assert code == 0
+
+
+ON_EVENT = """\
+switchyard: 1
+name: on-event
+version: 1
+inputs: {text: {type: string}}
+triggers:
+  - {type: event, pattern: {source: [shop.tickets]}, input: {text: "{{ event.detail.text }}"}}
+steps:
+  look: {type: human_gate, message: "{{ inputs.text }}", assignee: lee}
+"""
+
+
+def test_dev_starts_a_run_for_an_event_put_on_its_events_port(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    import boto3
+    import psycopg
+
+    (tmp_path / "on-event.yaml").write_text(ON_EVENT)
+    script = Path(sys.executable).parent / "switchyard"
+    dev = subprocess.Popen(
+        [
+            str(script),
+            "dev",
+            "--port",
+            "0",
+            "--sfn-port",
+            "0",
+            "--events-port",
+            "0",
+            "--workflows",
+            str(tmp_path),
+        ],
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=_lines, args=(dev.stderr, lines), daemon=True).start()
+    try:
+        events_url = _wait_for(lines, "EventBridge PutEvents: ", []).split()[-1]
+        events = boto3.client(
+            "events",
+            endpoint_url=events_url,
+            region_name="us-east-1",
+            aws_access_key_id="local",
+            aws_secret_access_key="local",
+        )
+        answer = events.put_events(
+            Entries=[{"Source": "shop.tickets", "DetailType": "T", "Detail": '{"text": "hi"}'}]
+        )
+        assert answer["FailedEntryCount"] == 0
+        with psycopg.connect(env["DATABASE_URL"]) as conn:
+            row = conn.execute(
+                "SELECT input FROM workflow_runs WHERE workflow = 'on-event'"
+            ).fetchone()
+        assert row is not None and row[0] == {"text": "hi"}
     finally:
         dev.send_signal(signal.SIGTERM)
         code = dev.wait(timeout=30)

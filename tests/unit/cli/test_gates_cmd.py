@@ -17,7 +17,7 @@ WORKFLOW = """\
 switchyard: 1
 name: NAME
 version: 1
-budget: {max_cost_usd: 0.05}
+budget: {max_cost_usd: 0.00005}
 defaults: {model: claude-haiku-4-5}
 steps:
   summarize: {type: agent, prompt: "Summarize the quarter"}

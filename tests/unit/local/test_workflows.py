@@ -70,3 +70,26 @@ def test_a_missing_pinned_version_is_a_clear_error(pg_conninfo: str, tmp_path: P
     (tmp_path / "parent.yaml").write_text(PARENT)
     with psycopg.connect(pg_conninfo, autocommit=True) as conn, pytest.raises(WorkflowFileError):
         install(EngineStore(conn), Arns(), tmp_path / "parent.yaml")
+
+
+def test_a_changed_definition_under_an_installed_version_is_refused(
+    pg_conninfo: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "enrich.yaml"
+    path.write_text(CHILD.format(version=4))
+    with psycopg.connect(pg_conninfo, autocommit=True) as conn:
+        store = EngineStore(conn)
+        first = install(store, Arns(), path)
+        path.write_text("# a comment and new layout change nothing\n" + CHILD.format(version=4))
+        assert install(store, Arns(), path).version_arn == first.version_arn
+        path.write_text(CHILD.format(version=4).replace("example.com", "example.org"))
+        with pytest.raises(WorkflowFileError) as refused:
+            install(store, Arns(), path)
+        message = str(refused.value)
+        assert "enrich version 4 is already installed with a different definition" in message
+        assert "bump `version` to 5" in message
+        versions_before = store.versions(first.machine_arn)
+        path.write_text(CHILD.format(version=5).replace("example.com", "example.org"))
+        bumped = install(store, Arns(), path)
+        assert bumped.version_arn != first.version_arn
+        assert len(store.versions(first.machine_arn)) == len(versions_before) + 1

@@ -390,9 +390,9 @@ def test_budgets_refuse_a_call_that_does_not_fit_and_settle_real_costs(
     fake.queue("claude-sonnet-4-5", ok(text_message("ok", input_tokens=1000, output_tokens=100)))
     services = services_for(fake, ledger=ledger)
 
-    tight = invocation("draft", agent(), inputs={"body": "x"}, budget={"max_cost_usd": 0.05})
+    tight = invocation("draft", agent(), inputs={"body": "x"}, budget={"max_cost_usd": 0.0002})
     with pytest.raises(BudgetExceededError) as info:
-        run_agent_step(tight, services)  # the $0.10 first-call estimate does not fit $0.05
+        run_agent_step(tight, services)  # $0.0002 pays for no useful answer after the input
     assert info.value.name is StepErrorName.BUDGET
     assert fake.requests == []
 
@@ -426,11 +426,11 @@ def test_a_sub_workflow_runs_spend_counts_toward_its_parent_runs_budget(
         run = inv.context.run.model_copy(update={"enclosing_budgets": enclosing})
         return inv.model_copy(update={"context": inv.context.model_copy(update={"run": run})})
 
-    run_agent_step(child("first"), services)  # the $0.10 estimate fits; $0.0045 is spent
+    run_agent_step(child("first"), services)  # its worst case fits; $0.0045 is spent
     assert ledger.totals(Scope("run", parent)).spent_micros == 4_500
-    # another child of the same parent holds $0.10: the next $0.10 estimate no longer fits $0.12
+    # another child of the same parent holds all but $0.0001 of the rest: no useful answer fits
     sibling = ScopeLimit(Scope("run", parent), 120_000, None)
-    ledger.reserve("sibling", 100_000, [sibling], owner="sibling-run")
+    ledger.reserve(f"sibling-{uuid.uuid4().hex[:8]}", 115_400, [sibling], owner="sibling-run")
     with pytest.raises(BudgetExceededError) as info:
         run_agent_step(child("second"), services)
     assert info.value.scope == f"run:{parent}"
@@ -455,10 +455,14 @@ def test_a_map_or_loop_budget_is_shared_by_all_its_items_or_iterations(
         data["context"] = {**data["context"], "inputs": {"body": "x"}, "scope": scope}
         return StepInvocation.model_validate({**data, "parent_budget": {"max_cost_usd": 0.008}})
 
-    run_agent_step(item(1), services)  # $0.005 reserved of $0.008, $0.0045 spent
+    run_agent_step(item(1), services)  # at most $0.005 reserved of $0.008, $0.0045 spent
     shared = Scope("step", f"{run_id}:each")
     assert ledger.totals(shared).spent_micros == 4_500
-    with pytest.raises(BudgetExceededError) as info:  # $0.0045 + $0.005 > $0.008
+    # Another item holds all but $0.0002 of the map's rest: item 2 cannot pay for an answer.
+    ledger.reserve(
+        f"other-{uuid.uuid4().hex[:8]}", 3_300, [ScopeLimit(shared, 8_000, None)], owner="other"
+    )
+    with pytest.raises(BudgetExceededError) as info:
         run_agent_step(item(2), services)
     assert info.value.scope == f"step:{run_id}:each"
     assert len(fake.requests) == 1

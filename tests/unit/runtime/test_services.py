@@ -29,6 +29,7 @@ STEP: dict[str, Any] = {
     "type": "agent",
     "model": "claude-haiku-4-5",
     "prompt": "Hi {{ inputs.name }}",
+    "max_tokens": 16_000,  # the scripted answer is 12,500 tokens: room for all of it
 }
 SCRIPT = {"greet": [{"text": "x" * 50_000, "input_tokens": 100, "output_tokens": 12_500}]}
 
@@ -49,11 +50,16 @@ def test_postgres_services_store_large_outputs_and_enforce_tenant_days(
         invocation("greet", STEP, inputs={"name": "Ada"}, tenant=tenant), services
     )
     assert "$switchyard_ref" in first.output["text"]
-    # Each call costs $0.0626. The first was estimated at $0.10 (no history), the second at the
-    # historical average, which fits the tenant's $0.15 day once more, and the third does not.
+    # Each call costs $0.0626 and reserves its worst case, $0.08 (100 input tokens at $1 and
+    # 16,000 output tokens at $5 per million): the second still fits the tenant's $0.15 day,
+    # the third is capped to what is left of it; the fourth cannot pay for a useful answer.
     run_agent_step(invocation("greet", STEP, inputs={"name": "Bo"}, tenant=tenant), services)
+    third = run_agent_step(
+        invocation("greet", STEP, inputs={"name": "Cy"}, tenant=tenant), services
+    )
+    assert third.usage is not None and third.usage.output_tokens < 5_000  # capped: $0.0248 left
     with pytest.raises(BudgetExceededError) as info:
-        run_agent_step(invocation("greet", STEP, inputs={"name": "Cy"}, tenant=tenant), services)
+        run_agent_step(invocation("greet", STEP, inputs={"name": "Di"}, tenant=tenant), services)
     assert info.value.scope is not None and info.value.scope.startswith(f"tenant_day:{tenant}:")
 
 

@@ -139,3 +139,10 @@ def request_text(request: ModelRequest) -> str:
         content = message.get("content")
         parts.append(content if isinstance(content, str) else json.dumps(content))
     return "\n".join(parts)
+
+
+def input_tokens(request: ModelRequest) -> int:
+    """The input a request is charged for, estimated before it is sent: its text and its tools'
+    definitions (the budget cap counts them; the settled cost uses the provider's count)."""
+    tools = json.dumps([tool.to_api() for tool in request.tools]) if request.tools else ""
+    return estimate_tokens(request_text(request) + tools)

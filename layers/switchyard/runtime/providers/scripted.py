@@ -17,6 +17,10 @@ For a step outside maps and loops with no tools that is "one entry per attempt";
 is one per item, inside a loop one per iteration (each moved on by retries). The last entry
 repeats. An extension for agents with tools: an entry `{tool_use: [{name, input}], text}` is a
 turn that calls tools; the agent's next turn takes the next entry.
+
+`max_tokens` is honoured as a model honours it: an answer longer than the request's `max_tokens`
+(its `output_tokens`, else its estimate) stops there with `stop_reason: max_tokens`, its text cut
+to what that many tokens hold, and a structured answer or tool call that was cut is dropped.
 """
 
 from __future__ import annotations
@@ -172,17 +176,28 @@ class ScriptedProvider:
                     input=dict(call.get("input") or {}),
                 )
             )
+        output_tokens = int(entry.get("output_tokens", estimate_tokens(text or "{}")))
+        truncated = output_tokens > request.max_tokens
+        if truncated:
+            # As a real model: it stops at max_tokens, mid-answer. The text keeps what that many
+            # tokens hold (four characters a token); a cut JSON answer or tool call is no answer.
+            output_tokens = request.max_tokens
+            kept = text[: request.max_tokens * 4]
+            blocks = [ContentBlock("text", text=kept)] if kept else []
+            if kept != text:
+                structured = None
         tool_turn = any(block.type == "tool_use" for block in blocks)
         usage = Usage(
             input_tokens=int(entry.get("input_tokens", estimate_tokens(request_text(request)))),
-            output_tokens=int(entry.get("output_tokens", estimate_tokens(text or "{}"))),
+            output_tokens=output_tokens,
             cache_read_tokens=int(entry.get("cache_read_tokens", 0)),
             model=request.model,
             provider=self.name,
         )
+        stop_reason = "max_tokens" if truncated else "tool_use" if tool_turn else "end_turn"
         return ModelResponse(
             content=tuple(blocks),
-            stop_reason="tool_use" if tool_turn else "end_turn",
+            stop_reason=stop_reason,
             usage=usage,
             structured=None if tool_turn else structured,
         )

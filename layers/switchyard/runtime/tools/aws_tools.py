@@ -20,6 +20,8 @@ from botocore.exceptions import (  # type: ignore[import-untyped]
     ConnectionClosedError,
     ConnectTimeoutError,
     EndpointConnectionError,
+    NoCredentialsError,
+    NoRegionError,
     ReadTimeoutError,
 )
 
@@ -32,8 +34,9 @@ from switchyard.runtime.errors import (
     StepTimeoutError,
     TransientError,
 )
-from switchyard.runtime.settings import EVENT_BUS_ENV
-from switchyard.runtime.tools.base import CallInfo, ToolEnvironment
+from switchyard.runtime.settings import EVENT_BUS_ENV, SMTP_URL_ENV
+from switchyard.runtime.tools.base import CallInfo, ToolEnvironment, missing_aws_setting
+from switchyard.runtime.tools.smtp_email import build_message, send_smtp
 from switchyard.stores.idempotency import OutcomeUnknownError, OutcomeUnknownTimeoutError
 
 T = TypeVar("T")
@@ -69,6 +72,8 @@ def aws_call(tool: str, action: Callable[[], T]) -> T:
         raise OutcomeUnknownTimeoutError(f"{tool}: timed out after sending: {exc}") from None
     except ConnectionClosedError as exc:
         raise OutcomeUnknownError(f"{tool}: no answer after sending: {exc}") from None
+    except (NoRegionError, NoCredentialsError) as exc:
+        raise missing_aws_setting(tool, exc) from None
 
 
 def _text(value: Any) -> str:
@@ -201,10 +206,16 @@ class EventsPutTool(BuiltinTool):
 
 
 class EmailSendTool(BuiltinTool):
+    """SES, or the SMTP server of `SWITCHYARD_SMTP_URL` when that is set (one machine)."""
+
     name = "email.send"
 
     def invoke(self, args: dict[str, Any], env: ToolEnvironment, call: CallInfo) -> Any:
-        ses = env.aws("ses")
+        smtp_url = env.smtp()
+        if smtp_url:
+            message = build_message(args, args.get("from") or env.sender(), call.idempotency_key)
+            return {"message_id": send_smtp(smtp_url, message, timeout=call.timeout)}
+        ses = env.aws("ses", hint=f"or set {SMTP_URL_ENV} to send through an SMTP server")
 
         def addresses(value: Any) -> list[str]:
             if value is None:

@@ -17,6 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import httpx
+from botocore.exceptions import (  # type: ignore[import-untyped]
+    NoCredentialsError,
+    NoRegionError,
+)
 
 from switchyard.model import SideEffect
 from switchyard.runtime.clock import Deadline
@@ -27,6 +31,7 @@ from switchyard.runtime.settings import (
     HTTP_ALLOWED_HOSTS_ENV,
     SECRET_ENV_PREFIX,
     SECRET_REFERENCE_PREFIX,
+    SMTP_URL_ENV,
     SQL_CONNECTION_ENV_PREFIX,
 )
 
@@ -90,11 +95,22 @@ class SecretResolver:
             return from_env
         with self._lock:
             if name not in self._cache:
-                client = self._client_factory() if self._client_factory else _boto("secretsmanager")
+                local = f"or set {SECRET_ENV_PREFIX}{_env_name(name)} to the secret's value"
+                client = (
+                    self._client_factory()
+                    if self._client_factory
+                    else _boto("secretsmanager", hint=local)
+                )
                 try:
                     value = client.get_secret_value(SecretId=name)["SecretString"]
+                except (NoRegionError, NoCredentialsError) as exc:
+                    raise missing_aws_setting(
+                        f"secret {name!r}", exc, service="secretsmanager", hint=local
+                    ) from None
                 except Exception as exc:
-                    raise PermanentError(f"secret {name!r} could not be read: {exc}") from None
+                    raise PermanentError(
+                        f"secret {name!r} could not be read: {exc} ({local})"
+                    ) from None
                 self._cache[name] = str(value)
             return self._cache[name]
 
@@ -121,10 +137,34 @@ def conninfo_from_secret(value: str) -> str:
     )
 
 
-def _boto(service: str) -> Any:
+_AWS_SETUP = (
+    "set AWS_REGION (or AWS_DEFAULT_REGION) and credentials for a real account, or "
+    "AWS_ENDPOINT_URL (or AWS_ENDPOINT_URL_{service}) with AWS_REGION for a local one such as "
+    "moto_server"
+)
+
+
+def missing_aws_setting(
+    what: str, exc: Exception, *, service: str = "", hint: str = ""
+) -> Exception:
+    """botocore's NoRegionError / NoCredentialsError as a `permanent` step error that says what
+    to set (boto3 reads AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE> and AWS_REGION itself)."""
+    service_env = _env_name(service) if service else "<SERVICE>"
+    lack = "no AWS credentials" if isinstance(exc, NoCredentialsError) else "no AWS region"
+    message = f"{what}: {lack}: {_AWS_SETUP.format(service=service_env)}"
+    return PermanentError(f"{message} ({hint})" if hint else message)
+
+
+def _boto(service: str, hint: str = "") -> Any:
     import boto3  # type: ignore[import-untyped]
 
-    return boto3.client(service)
+    # boto3 reads AWS_DEFAULT_REGION and the config file, not AWS_REGION, which every other
+    # AWS SDK (and Lambda) sets: honour it too, below boto3's own settings.
+    region = None if os.environ.get("AWS_DEFAULT_REGION") else os.environ.get("AWS_REGION")
+    try:
+        return boto3.client(service, region_name=region or None)
+    except NoRegionError as exc:
+        raise missing_aws_setting(service, exc, service=service, hint=hint) from None
 
 
 @dataclass
@@ -144,11 +184,19 @@ class ToolEnvironment:
     """`module:function` -> callable, for tools not importable by name (tests, plugins)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def aws(self, service: str) -> Any:
+    smtp_url: str | None = None
+    """Where `email.send` sends; None: `SWITCHYARD_SMTP_URL`, and SES when that is unset too."""
+
+    def aws(self, service: str, *, hint: str = "") -> Any:
+        """The service's client; a `permanent` error naming what to set when boto3 has no
+        region (`hint` adds the tool's own alternative)."""
         with self._lock:
             if service not in self.aws_clients:
-                self.aws_clients[service] = _boto(service)
+                self.aws_clients[service] = _boto(service, hint)
             return self.aws_clients[service]
+
+    def smtp(self) -> str | None:
+        return self.smtp_url or os.environ.get(SMTP_URL_ENV) or None
 
     def allowed_hosts(self) -> tuple[str, ...] | None:
         if self.http_allowed_hosts is not None:
