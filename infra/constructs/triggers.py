@@ -27,7 +27,11 @@ from constructs import Construct
 
 from infra.catalog import CompiledMachine
 from infra.constructs.monitoring import dead_letter_alarm
-from infra.constructs.workflow_machine import WorkflowMachine, dead_letter_queue
+from infra.constructs.workflow_machine import (
+    WorkflowMachine,
+    dead_letter_queue,
+    partition_neutral,
+)
 from infra.nag import UNSCOPED_ACTIONS, acknowledge
 from infra.stacks.nested import Platform
 from infra.translate.cron import scheduler_expressions
@@ -178,7 +182,9 @@ class WorkflowTriggers(Construct):
             state_machine_name=f"{self._settings.stack_name}-{spec.trigger_key}",
             state_machine_type=sfn.StateMachineType.EXPRESS,
             definition_body=sfn.DefinitionBody.from_string(
-                json.dumps(starter_definition(spec), indent=2)
+                partition_neutral(
+                    json.dumps(starter_definition(spec), indent=2), substitutions, Stack.of(self)
+                )
             ),
             definition_substitutions=substitutions,
             role=role,

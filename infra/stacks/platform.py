@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, Fn, Stack
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -19,6 +19,9 @@ from infra.constructs.triggers import Triggers
 from infra.constructs.workflows import Workflows
 from infra.tool_access import derive_tool_access
 from switchyard.constants import EVENT_BUS_NAME
+
+AVAILABILITY_ZONES = 2
+"""Zones of the VPC's subnets (and so of the database's)."""
 
 
 class SwitchyardStack(Stack):
@@ -68,6 +71,13 @@ class SwitchyardStack(Stack):
                 dead_letter_queues[f"{trigger.key}-dead-letters"] = trigger.dead_letters
         self.monitoring.add_dashboard([m.name for m in machines], dead_letter_queues)
         self._outputs()
+
+    @property
+    def availability_zones(self) -> list[str]:
+        """The region's first two zones as CloudFormation finds them (`Fn::GetAZs`), in every
+        environment: with a concrete account and region CDK would otherwise look the zones up
+        with the deploying credentials and hard-code them (or `dummy1a` without credentials)."""
+        return [Fn.select(index, Fn.get_azs()) for index in range(AVAILABILITY_ZONES)]
 
     def _outputs(self) -> None:
         CfnOutput(self, "ApiUrl", value=self.api.url)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match, Template
 
+from infra.constructs.workflow_machine import PARTITION
 from switchyard.constants import (
     API_KEY_SECRET_ENV,
     BUDGET_TABLE_ENV,
@@ -284,9 +285,11 @@ def test_every_placeholder_has_a_substitution_and_none_is_left(platform: Synthes
         assert set(placeholders_in(machine["DefinitionString"])) == set(
             machine["DefinitionSubstitutions"]
         ), name
-        # Each placeholder is a parameter of the workflow's stack, of the same name.
+        # Each placeholder is a parameter of the workflow's stack, of the same name; the
+        # partition of the service integrations is the stack's.
         assert machine["DefinitionSubstitutions"] == {
-            p: {"Ref": p} for p in machine["DefinitionSubstitutions"]
+            p: {"Ref": "AWS::Partition" if p == PARTITION else p}
+            for p in machine["DefinitionSubstitutions"]
         }
         resolved = fake.definition(located)
         assert "${" not in resolved, name
@@ -389,7 +392,7 @@ def test_a_workflow_role_may_call_only_its_functions_its_child_and_its_dlq(
     describe = json.dumps(by_action['["states:DescribeExecution", "states:StopExecution"]'])
     assert ":execution:Switchyard-summarize-document:*" in describe
     rule = json.dumps(by_action['["events:PutTargets", "events:PutRule", "events:DescribeRule"]'])
-    assert "rule/StepFunctionsGetEventsForStepFunctionsExecutionManagedRule" in rule
+    assert "rule/StepFunctionsGetEventsForStepFunctionsExecutionRule" in rule
     wildcard_actions = [
         a
         for s in statements
