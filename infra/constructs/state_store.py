@@ -23,6 +23,7 @@ from constructs import Construct
 
 from infra.config import Settings
 from infra.nag import acknowledge
+from infra.names import database_cluster_identifier
 from switchyard.constants import (
     BUDGET_KEY_ATTRIBUTE,
     DATABASE_NAME,
@@ -150,7 +151,7 @@ class StateStore(Construct):
 
         # The cluster's PostgreSQL log group, made here with retention and the key (CDK's own
         # retention setting would add a custom-resource function just to set it).
-        cluster_identifier = f"{settings.stack_name.lower()}-database"
+        cluster_identifier = database_cluster_identifier(settings)
         cluster_logs = self.log_group(
             "DatabaseLogs", settings, name=f"/aws/rds/cluster/{cluster_identifier}/postgresql"
         )

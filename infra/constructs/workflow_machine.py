@@ -24,7 +24,8 @@ from constructs import Construct
 
 from infra.catalog import CompiledMachine
 from infra.nag import UNSCOPED_ACTIONS, acknowledge, acknowledge_resource
-from infra.stacks.nested import Platform, machine_name, platform_value
+from infra.names import machine_log_group, machine_name
+from infra.stacks.nested import Platform, platform_value
 from switchyard.constants import LIVE_ALIAS, pinned_alias
 from switchyard.contract import DEAD_LETTER_QUEUE_URL, function_placeholder
 
@@ -132,7 +133,7 @@ class WorkflowMachine(Construct):
         self.log_group = platform.store.log_group(
             "Logs",
             settings,
-            name=f"/aws/vendedlogs/states/{self.machine_name}",
+            name=machine_log_group(self.machine_name),
             scope=self,
         )
         acknowledge(self.role, "IAM5[Resource::*]", UNSCOPED_ACTIONS)

@@ -17,8 +17,8 @@ from infra.constructs.state_store import StateStore, schema_migrations
 from infra.constructs.step_settings import StepSettings
 from infra.constructs.triggers import Triggers
 from infra.constructs.workflows import Workflows
+from infra.names import event_bus_name
 from infra.tool_access import derive_tool_access
-from switchyard.constants import EVENT_BUS_NAME
 
 AVAILABILITY_ZONES = 2
 """Zones of the VPC's subnets (and so of the database's)."""
@@ -33,10 +33,11 @@ class SwitchyardStack(Stack):
         machines = load_catalog(settings.statemachines, settings.workflows)
         access = derive_tool_access((m.workflow for m in machines if m.workflow), settings)
 
+        bus_name = event_bus_name(settings)
         self.store = StateStore(self, "State", settings=settings)
         self.api = Api(self, "Api", settings=settings, store=self.store)
         self.functions = Functions(
-            self, "Functions", settings=settings, store=self.store, event_bus_name=EVENT_BUS_NAME
+            self, "Functions", settings=settings, store=self.store, event_bus_name=bus_name
         )
         # No SWITCHYARD_APPROVAL_BASE_URL: no deployed function builds gate links yet (only the
         # local run report does, as <base>/gates/<id>); approval pages come with approval_api.
@@ -46,7 +47,7 @@ class SwitchyardStack(Stack):
         self.migrations = schema_migrations(
             self, settings=settings, function=self.functions.migrate, store=self.store
         )
-        self.triggers = Triggers(self, "Triggers", machines=machines, event_bus_name=EVENT_BUS_NAME)
+        self.triggers = Triggers(self, "Triggers", machines=machines, event_bus_name=bus_name)
         self.monitoring = Monitoring(
             self, "Monitoring", settings=settings, store=self.store, functions=self.functions
         )
@@ -83,6 +84,7 @@ class SwitchyardStack(Stack):
         CfnOutput(self, "ApiUrl", value=self.api.url)
         CfnOutput(self, "EventBusName", value=self.triggers.bus.event_bus_name)
         CfnOutput(self, "DatabaseSecretArn", value=self.store.database_secret.secret_arn)
+        CfnOutput(self, "DatabaseClusterIdentifier", value=self.store.cluster.cluster_identifier)
         CfnOutput(self, "AnthropicApiKeySecretArn", value=self.functions.model_api_key.secret_arn)
         CfnOutput(self, "StepDeadLetterQueueUrl", value=self.workflows.dead_letters.queue_url)
         CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name)

@@ -43,7 +43,7 @@ EU_CENTRAL_1: Mapping[str, str] = {
 class Synthesized:
     root: Path
     template: dict[str, Any]
-    """The top-level stack's template."""
+    """The top-level stack's template (`Switchyard`, or the context's `switchyard:stackName`)."""
     nested: dict[str, dict[str, Any]]
     """Each nested stack's template, by the logical id of its `AWS::CloudFormation::Stack`."""
     app: Any
@@ -117,15 +117,20 @@ def synthesize(root: Path, *, environ: Mapping[str, str] = AGNOSTIC, **context: 
     )
     app.synth()
     out = root / "cdk.out"
-    template = json.loads((out / f"{STACK}.template.json").read_text())
+    stack = context.get("switchyard:stackName", STACK)
+    template = json.loads((out / f"{stack}.template.json").read_text())
     return Synthesized(
-        root=root, template=template, nested=_nested(out, template), app=app, environ=environ
+        root=root,
+        template=template,
+        nested=_nested(out, template, stack),
+        app=app,
+        environ=environ,
     )
 
 
-def _nested(out: Path, template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _nested(out: Path, template: dict[str, Any], stack: str) -> dict[str, dict[str, Any]]:
     """Nested templates by logical id: a stack's `TemplateURL` ends in its asset's object key."""
-    assets = json.loads((out / f"{STACK}.assets.json").read_text())["files"]
+    assets = json.loads((out / f"{stack}.assets.json").read_text())["files"]
     files = {
         destination["objectKey"]: asset["source"]["path"]
         for asset in assets.values()

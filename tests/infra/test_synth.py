@@ -435,10 +435,10 @@ def test_schedules_translate_cron_with_timezone_and_split_or_days(showcase: Temp
         assert "DeadLetterConfig" in properties["Target"]
 
 
-def test_event_triggers_are_rules_on_the_switchyard_bus_with_a_dlq(
+def test_event_triggers_are_rules_on_the_stacks_bus_with_a_dlq(
     template: Template, showcase: Template
 ) -> None:
-    template.has_resource_properties("AWS::Events::EventBus", {"Name": "switchyard"})
+    template.has_resource_properties("AWS::Events::EventBus", {"Name": "Switchyard"})
     showcase.has_resource_properties(
         "AWS::Events::Rule",
         {
