@@ -26,6 +26,7 @@ from infra.nag import acknowledge
 from infra.names import database_cluster_identifier
 from switchyard.constants import (
     BUDGET_KEY_ATTRIBUTE,
+    BUDGET_TTL_ATTRIBUTE,
     DATABASE_NAME,
     DATABASE_USER,
     IDEMPOTENCY_KEY_ATTRIBUTE,
@@ -201,7 +202,10 @@ class StateStore(Construct):
         self.idempotency_table = self._table(
             "IdempotencyTable", IDEMPOTENCY_KEY_ATTRIBUTE, ttl=IDEMPOTENCY_TTL_ATTRIBUTE
         )
-        self.budget_table = self._table("BudgetTable", BUDGET_KEY_ATTRIBUTE)
+        # Budget items expire BUDGET_RETENTION_DAYS after their last write (the ledger sets it).
+        self.budget_table = self._table(
+            "BudgetTable", BUDGET_KEY_ATTRIBUTE, ttl=BUDGET_TTL_ATTRIBUTE
+        )
         self.output_bucket = s3.Bucket(
             self,
             "OutputBucket",

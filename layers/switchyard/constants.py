@@ -248,6 +248,11 @@ STEP_DEAD_LETTER_QUEUE = "step-dead-letters"
 IDEMPOTENCY_KEY_ATTRIBUTE = "id"
 IDEMPOTENCY_TTL_ATTRIBUTE = "expiration"
 BUDGET_KEY_ATTRIBUTE = "pk"
+BUDGET_TTL_ATTRIBUTE = "expires_at"
+"""Epoch seconds after which DynamoDB deletes a budget item (the table's TTL attribute)."""
+BUDGET_RETENTION_DAYS = 400
+"""How long a budget item outlives its last reservation or step count: longer than the one
+year a Standard execution may run, so no run loses its totals while it can still spend."""
 
 
 def pinned_alias(version: int) -> str:
