@@ -149,6 +149,8 @@ class FunctionSpec:
 
     name: str
     memory_mb: int
+    """Memory buys CPU (1,769 MB is one vCPU), and a cold start's import is CPU-bound: each value
+    is sized from the handler's measured import (docs/deploy.md, "Cold starts")."""
     timeout_seconds: int
     reserved_concurrency: int | None
     """Per step type: the model provider's rate limit is the real ceiling, so agent and router
@@ -188,7 +190,7 @@ FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
     ),
     FunctionSpec(
         name="approval_notify",
-        memory_mb=256,
+        memory_mb=512,
         timeout_seconds=60,
         reserved_concurrency=10,
         placement=Placement.VPC,
@@ -197,7 +199,7 @@ FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
     ),
     FunctionSpec(
         name="run_start",
-        memory_mb=256,
+        memory_mb=512,
         timeout_seconds=30,
         reserved_concurrency=None,
         placement=Placement.PUBLIC,
@@ -206,7 +208,7 @@ FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
     ),
     FunctionSpec(
         name="render",
-        memory_mb=256,
+        memory_mb=512,
         timeout_seconds=30,
         reserved_concurrency=None,
         placement=Placement.PUBLIC,
