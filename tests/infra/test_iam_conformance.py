@@ -416,7 +416,63 @@ def function_needs(
                 if variable == OUTPUT_BUCKET_ENV and reader is not None:
                     actions = {reader} & actions
                 needs |= {(a, arn) for a in actions}
+                needs |= kms_needs(synthesized, values, stack, variables[variable], actions)
             found[(stack, logical_id)] = (tags["switchyard:function"], needs)
+    return found
+
+
+KMS_FOR = {
+    "s3:GetObject": "kms:Decrypt",
+    "s3:PutObject": "kms:GenerateDataKey",
+    "secretsmanager:GetSecretValue": "kms:Decrypt",
+}
+"""What reading or writing a resource encrypted with a customer-managed key also takes: S3 with
+SSE-KMS (https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingKMSEncryption.html), Secrets
+Manager (https://docs.aws.amazon.com/secretsmanager/latest/userguide/security-encryption.html).
+(DynamoDB decrypts through the grants it holds on the table's key; its callers need none.)"""
+
+
+def _referenced(
+    synthesized: Synthesized, stack: str, value: Any
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The resources `value` refers to (through nested stacks' parameters), with their stack."""
+    if isinstance(value, list):
+        for item in value:
+            yield from _referenced(synthesized, stack, item)
+        return
+    if not isinstance(value, dict):
+        return
+    name = value.get("Ref") or (value.get("Fn::GetAtt") or [None])[0]
+    if isinstance(name, str):
+        template = synthesized.templates[stack]
+        if name in template.get("Parameters", {}):
+            passed = synthesized.template["Resources"][stack]["Properties"]["Parameters"][name]
+            yield from _referenced(synthesized, "Switchyard", passed)
+        elif name in template["Resources"]:
+            yield stack, template["Resources"][name]
+        return
+    for inner in value.values():
+        yield from _referenced(synthesized, stack, inner)
+
+
+def kms_needs(
+    synthesized: Synthesized, values: AwsValues, stack: str, variable: Any, actions: set[str]
+) -> set[Need]:
+    """The key actions that `actions` on the resource `variable` names take, when that resource
+    is encrypted with a key of the stack."""
+    found: set[Need] = set()
+    for where, resource in _referenced(synthesized, stack, variable):
+        properties = resource.get("Properties", {})
+        key = None
+        if resource["Type"] == "AWS::S3::Bucket":
+            rules = properties.get("BucketEncryption", {}).get("ServerSideEncryptionConfiguration")
+            key = (rules or [{}])[0].get("ServerSideEncryptionByDefault", {}).get("KMSMasterKeyID")
+        elif resource["Type"] == "AWS::SecretsManager::Secret":
+            key = properties.get("KmsKeyId")
+        if key is None:
+            continue
+        key_arn = str(values.resolve(key, where))
+        found |= {(KMS_FOR[a], key_arn) for a in actions if a in KMS_FOR}
     return found
 
 
@@ -494,3 +550,15 @@ def test_code_actions_are_read_from_the_code() -> None:
         "s3:GetObject",
         "s3:PutObject",
     }
+
+
+def test_encrypted_outputs_and_secrets_take_their_key(platform: Synthesized) -> None:
+    """The derivation itself: the output bucket and the secrets are under the data key."""
+    values = AwsValues(platform)
+    needs = dict(function_needs(platform, values).values())
+    agent = {
+        action for action, resource in needs["agent_step"] if resource.startswith("arn:aws:kms:")
+    }
+    assert agent == {"kms:Decrypt", "kms:GenerateDataKey"}  # outputs, and the secrets
+    reader = {action for action, resource in needs["render"] if ":kms:" in resource}
+    assert reader == {"kms:Decrypt"}
