@@ -240,8 +240,7 @@ PLATFORM_FUNCTIONS: tuple[FunctionSpec, ...] = (WEBHOOK_FUNCTION, MIGRATE_FUNCTI
 
 # --- identifiers of deployed resources ---------------------------------------------------------
 
-EVENT_BUS_NAME = "switchyard"
-"""The event bus that `event` triggers listen on."""
+# The event bus that `event` triggers listen on is named after the stack (infra/names.py).
 DATABASE_NAME = "switchyard"
 DATABASE_USER = "switchyard"
 LIVE_ALIAS = "live"
