@@ -4,7 +4,16 @@ pip installs wheels for the Lambda platform (Python 3.14 on ARM64, Amazon Linux 
 from the pinned, hashed `infra/layer/requirements.lock`, then the library's sources are copied
 beside them. The result is cached under `~/.cache/switchyard/layers/<hash>`, keyed by the lock file,
 the platform and every library source file, so a synth that changes nothing rebuilds nothing and
-two machines build the same bytes (no byte-code is compiled: `.pyc` files embed timestamps).
+two machines build the same bytes.
+
+Lambda's `/opt` is read-only, so a layer without byte-code compiles every module it imports on
+every cold start. The build compiles the layer with `compileall --invalidation-mode
+unchecked-hash`: each `.pyc` holds its source's hash, not a timestamp, and is never checked
+against the source (nothing changes in a layer), and the file names it records are under
+`/opt/python`, so the bytes are the same on every machine. Byte-code is only valid for the
+interpreter that wrote it: the build compiles with a Python of the runtime's version
+(`SWITCHYARD_LAYER_PYTHON`, or `python3.14` on the PATH); without one it says so on standard
+error and ships sources only (docs/deploy.md, "Cold starts").
 
     python -m infra.layer_build lock     # re-resolve requirements.in into requirements.lock
     python -m infra.layer_build build    # build (or reuse) the layer, print its folder
@@ -37,6 +46,10 @@ publish their ARM64 wheels as manylinux_2_28)."""
 LAYER_DIR = Path(__file__).parent / "layer"
 REQUIREMENTS_IN = LAYER_DIR / "requirements.in"
 REQUIREMENTS_LOCK = LAYER_DIR / "requirements.lock"
+LAYER_PYTHON_ENV = "SWITCHYARD_LAYER_PYTHON"
+"""A Python of the runtime's version to compile the layer's byte-code with."""
+LAMBDA_LAYER_PATH = "/opt/python"
+"""Where Lambda mounts a layer's `python/` folder: the file names the byte-code records."""
 _SKIPPED_PARTS = {"__pycache__"}
 _SKIPPED_SUFFIXES = {".pyc", ".pyo"}
 
@@ -75,10 +88,56 @@ def library_files(root: Path) -> list[Path]:
     )
 
 
-def layer_hash(root: Path, lock: Path = REQUIREMENTS_LOCK) -> str:
-    """Content hash of what goes into the layer: lock file, platform, library sources."""
+def bytecode_python() -> str | None:
+    """A Python of the runtime's version (`SWITCHYARD_LAYER_PYTHON`, or `python3.14` on the
+    PATH), or None."""
+    candidate = os.environ.get(LAYER_PYTHON_ENV) or shutil.which(f"python{PYTHON_VERSION}")
+    if not candidate:
+        return None
+    version = subprocess.run(
+        [candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    if version != PYTHON_VERSION:
+        raise RuntimeError(
+            f"{LAYER_PYTHON_ENV}={candidate} is Python {version or '(did not run)'}; the layer's "
+            f"byte-code must be compiled by Python {PYTHON_VERSION}, the functions' runtime"
+        )
+    return candidate
+
+
+def compile_bytecode(target: Path, python: str) -> None:
+    """Compile every module under `target` as Lambda will find it: `unchecked-hash` byte-code
+    (reproducible, never re-validated) whose recorded paths are under `/opt/python`."""
+    subprocess.run(
+        [
+            python,
+            "-m",
+            "compileall",
+            "-q",
+            "--invalidation-mode",
+            "unchecked-hash",
+            "-s",
+            str(target),
+            "-p",
+            LAMBDA_LAYER_PATH,
+            str(target),
+        ],
+        check=True,
+        env={**os.environ, "SOURCE_DATE_EPOCH": "0", "PYTHONHASHSEED": "0"},
+    )
+
+
+def layer_hash(root: Path, lock: Path = REQUIREMENTS_LOCK, *, bytecode: bool | None = None) -> str:
+    """Content hash of what goes into the layer: lock file, platform, library sources, and
+    whether it holds byte-code."""
+    if bytecode is None:
+        bytecode = bytecode_python() is not None
     digest = hashlib.sha256()
     digest.update(json.dumps(platform_args()).encode())
+    digest.update(b"bytecode" if bytecode else b"sources")
     digest.update(lock.read_bytes())
     package = root / "layers"
     for path in library_files(root):
@@ -137,7 +196,8 @@ def _copy_library(root: Path, target: Path) -> None:
 
 def build(root: Path, *, cache: Path | None = None) -> Path:
     """The layer's folder (with `python/` inside), built once per layer hash."""
-    folder = (cache or cache_root()) / layer_hash(root)
+    python = bytecode_python()
+    folder = (cache or cache_root()) / layer_hash(root, bytecode=python is not None)
     if (folder / "python").is_dir():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -158,6 +218,14 @@ def build(root: Path, *, cache: Path | None = None) -> Path:
         # Console scripts carry this machine's interpreter path; nothing on Lambda runs them.
         shutil.rmtree(target / "bin", ignore_errors=True)
         _copy_library(root, target)
+        if python is not None:
+            compile_bytecode(target, python)
+        else:
+            print(
+                f"switchyard layer: no Python {PYTHON_VERSION} to compile byte-code with (set "
+                f"{LAYER_PYTHON_ENV}); the layer ships sources, which every cold start compiles",
+                file=sys.stderr,
+            )
         staging.rename(folder)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -24,6 +24,7 @@ from constructs import Construct
 from infra.config import Settings
 from infra.constructs.state_store import StateStore
 from infra.nag import acknowledge
+from infra.names import http_api_name
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 ACCESS_LOG_FORMAT = (
@@ -42,7 +43,7 @@ class Api(Construct):
         self.http_api = apigw.CfnApi(
             self,
             "HttpApi",
-            name=f"{settings.stack_name}-api",
+            name=http_api_name(settings),
             protocol_type="HTTP",
             description="switchyard: run submission and webhooks",
         )

@@ -27,6 +27,7 @@ from constructs import Construct
 
 from infra.config import Settings
 from infra.constructs.state_store import DATABASE_PORT, StateStore
+from infra.environment_limit import EnvironmentLimit
 from infra.layer_build import LocalLayerBundling, layer_hash
 from infra.nag import LOG_STREAMS, UNSCOPED_ACTIONS, acknowledge, token
 from switchyard.constants import (
@@ -228,6 +229,8 @@ class Functions(Construct):
         )
         # The function's folder name, for readers of the console and for the tests' ARN mapping.
         Tags.of(function).add("switchyard:function", spec.name)
+        # Checked when the synth validates, after every construct has added its variables.
+        function.node.add_validation(EnvironmentLimit(function, spec.name))
         return function
 
     def webhook_function(

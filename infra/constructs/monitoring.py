@@ -30,7 +30,7 @@ from constructs import Construct
 from infra.config import Settings
 from infra.constructs.functions import Functions
 from infra.constructs.state_store import StateStore
-from infra.stacks.nested import machine_name
+from infra.names import dashboard_name, machine_name
 from switchyard.constants import (
     METRICS_NAMESPACE,
     Metric,
@@ -205,7 +205,7 @@ class Monitoring(Construct):
         queues, gate timeouts and budget pauses, tokens and dollars."""
         stack = Stack.of(self)
         self.dashboard = cloudwatch.Dashboard(
-            self, "Dashboard", dashboard_name=f"{self._settings.stack_name}-switchyard"
+            self, "Dashboard", dashboard_name=dashboard_name(self._settings)
         )
         names = list(workflows)
         for first in range(0, max(len(names), 1), WORKFLOWS_PER_GRAPH):

@@ -23,8 +23,10 @@ from constructs import Construct
 
 from infra.config import Settings
 from infra.nag import acknowledge
+from infra.names import database_cluster_identifier
 from switchyard.constants import (
     BUDGET_KEY_ATTRIBUTE,
+    BUDGET_TTL_ATTRIBUTE,
     DATABASE_NAME,
     DATABASE_USER,
     IDEMPOTENCY_KEY_ATTRIBUTE,
@@ -150,7 +152,7 @@ class StateStore(Construct):
 
         # The cluster's PostgreSQL log group, made here with retention and the key (CDK's own
         # retention setting would add a custom-resource function just to set it).
-        cluster_identifier = f"{settings.stack_name.lower()}-database"
+        cluster_identifier = database_cluster_identifier(settings)
         cluster_logs = self.log_group(
             "DatabaseLogs", settings, name=f"/aws/rds/cluster/{cluster_identifier}/postgresql"
         )
@@ -200,7 +202,10 @@ class StateStore(Construct):
         self.idempotency_table = self._table(
             "IdempotencyTable", IDEMPOTENCY_KEY_ATTRIBUTE, ttl=IDEMPOTENCY_TTL_ATTRIBUTE
         )
-        self.budget_table = self._table("BudgetTable", BUDGET_KEY_ATTRIBUTE)
+        # Budget items expire BUDGET_RETENTION_DAYS after their last write (the ledger sets it).
+        self.budget_table = self._table(
+            "BudgetTable", BUDGET_KEY_ATTRIBUTE, ttl=BUDGET_TTL_ATTRIBUTE
+        )
         self.output_bucket = s3.Bucket(
             self,
             "OutputBucket",

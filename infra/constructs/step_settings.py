@@ -21,7 +21,7 @@ from constructs import Construct
 
 from infra.config import Settings
 from infra.constructs.functions import ARCHITECTURE, MODEL_STEPS, RUNTIME, Functions
-from infra.nag import acknowledge
+from infra.nag import acknowledge_resource
 from infra.tool_access import (
     ACCOUNT,
     PARTITION,
@@ -113,7 +113,7 @@ class StepSettings(Construct):
         # The function must not run before its tools may work.
         function.node.add_dependency(policy)
         for resource, reason in access.wildcards(name).items():
-            acknowledge(policy, f"IAM5[Resource::{resource}]", reason)
+            acknowledge_resource(policy, arn(resource), reason)
         self.tool_policies[name] = policy
 
     def _model_prices_layer(self, prices: dict[str, object]) -> lambda_.LayerVersion:

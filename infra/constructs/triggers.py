@@ -27,8 +27,13 @@ from constructs import Construct
 
 from infra.catalog import CompiledMachine
 from infra.constructs.monitoring import dead_letter_alarm
-from infra.constructs.workflow_machine import WorkflowMachine, dead_letter_queue
+from infra.constructs.workflow_machine import (
+    WorkflowMachine,
+    dead_letter_queue,
+    partition_neutral,
+)
 from infra.nag import UNSCOPED_ACTIONS, acknowledge
+from infra.names import machine_log_group, queue_name, starter_name
 from infra.stacks.nested import Platform
 from infra.translate.cron import scheduler_expressions
 from infra.translate.input_paths import UnsupportedTemplateError
@@ -166,19 +171,22 @@ class WorkflowTriggers(Construct):
             role.add_to_policy(
                 iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[dead_letters.queue_arn])
             )
+        name = starter_name(self._settings, spec.trigger_key)
         log_group = self._store.log_group(
             f"{cid}StarterLogs",
             self._settings,
-            name=f"/aws/vendedlogs/states/{self._settings.stack_name}-{spec.trigger_key}",
+            name=machine_log_group(name),
             scope=self,
         )
         return sfn.StateMachine(
             self,
             f"{cid}Starter",
-            state_machine_name=f"{self._settings.stack_name}-{spec.trigger_key}",
+            state_machine_name=name,
             state_machine_type=sfn.StateMachineType.EXPRESS,
             definition_body=sfn.DefinitionBody.from_string(
-                json.dumps(starter_definition(spec), indent=2)
+                partition_neutral(
+                    json.dumps(starter_definition(spec), indent=2), substitutions, Stack.of(self)
+                )
             ),
             definition_substitutions=substitutions,
             role=role,
@@ -295,7 +303,7 @@ class WorkflowTriggers(Construct):
         queue = sqs.Queue(
             self,
             f"{cid}Queue",
-            queue_name=f"{self._settings.stack_name}-{trigger.queue}",
+            queue_name=queue_name(self._settings, trigger.queue),
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
             visibility_timeout=Duration.seconds(60),

@@ -13,6 +13,7 @@ dead-letter queue come from the platform, a child's alias from the child's neste
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from aws_cdk import Duration, RemovalPolicy, Stack
@@ -22,15 +23,29 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.catalog import CompiledMachine
-from infra.nag import UNSCOPED_ACTIONS, acknowledge
-from infra.stacks.nested import Platform, machine_name, parameter_token, platform_value
+from infra.nag import UNSCOPED_ACTIONS, acknowledge, acknowledge_resource
+from infra.names import machine_log_group, machine_name
+from infra.stacks.nested import Platform, platform_value
 from switchyard.constants import LIVE_ALIAS, pinned_alias
 from switchyard.contract import DEAD_LETTER_QUEUE_URL, function_placeholder
 
-SYNC_EVENTS_RULE = "StepFunctionsGetEventsForStepFunctionsExecutionManagedRule"
-"""The managed rule through which `startExecution.sync` learns that a child finished."""
+SYNC_EVENTS_RULE = "StepFunctionsGetEventsForStepFunctionsExecutionRule"
+"""The managed rule through which `startExecution.sync` learns that a child finished, as the
+Step Functions developer guide names it ("IAM policies for ... Step Functions", `.sync`): the
+machine's role puts and describes it, and CloudFormation never creates it."""
+PARTITION = "AwsPartition"
+"""The placeholder of the partition in a deployed definition's service-integration ARNs."""
+_INTEGRATION = re.compile(r'("Resource"\s*:\s*")arn:aws:states:::')
 DEAD_LETTER_QUEUE_ARN = "DeadLetterQueueArn"
 """The parameter beside `${DeadLetterQueueUrl}`: the role's permission needs the queue's ARN."""
+
+
+def partition_neutral(definition: str, substitutions: dict[str, str], stack: Stack) -> str:
+    """`definition` with its service integrations (`arn:aws:states:::lambda:invoke`, as the
+    compiler writes them) in the stack's partition (`arn:aws-cn:states:::...` in China), through
+    the `${AwsPartition}` substitution it adds."""
+    substitutions[PARTITION] = stack.partition
+    return _INTEGRATION.sub(rf"\1arn:${{{PARTITION}}}:states:::", definition)
 
 
 def dead_letter_queue(scope: Construct, construct_id: str) -> sqs.Queue:
@@ -91,9 +106,9 @@ class WorkflowMachine(Construct):
             )
             substitutions[name] = arn
             invoked += [arn, f"{arn}:*"]
-            acknowledge(
+            acknowledge_resource(
                 self.role,
-                f"IAM5[Resource::{parameter_token(name)}:*]",
+                f"{arn}:*",
                 "versions and aliases of one function this workflow calls (Step Functions "
                 "invokes qualified ARNs when a version is published); no other function",
             )
@@ -118,7 +133,7 @@ class WorkflowMachine(Construct):
         self.log_group = platform.store.log_group(
             "Logs",
             settings,
-            name=f"/aws/vendedlogs/states/{self.machine_name}",
+            name=machine_log_group(self.machine_name),
             scope=self,
         )
         acknowledge(self.role, "IAM5[Resource::*]", UNSCOPED_ACTIONS)
@@ -127,7 +142,9 @@ class WorkflowMachine(Construct):
             "StateMachine",
             state_machine_name=self.machine_name,
             state_machine_type=sfn.StateMachineType.STANDARD,
-            definition_body=sfn.DefinitionBody.from_string(compiled.definition),
+            definition_body=sfn.DefinitionBody.from_string(
+                partition_neutral(compiled.definition, substitutions, stack)
+            ),
             definition_substitutions=substitutions,
             role=self.role,
             logs=sfn.LogOptions(
@@ -210,15 +227,14 @@ class WorkflowMachine(Construct):
             )
             substitutions[child.placeholder] = arn
             aliases.append(arn)
-            child_machine = target.machine_name
-            executions.append(
+            child_executions = (
                 f"arn:{stack.partition}:states:{stack.region}:{stack.account}"
-                f":execution:{child_machine}:*"
+                f":execution:{target.machine_name}:*"
             )
-            acknowledge(
+            executions.append(child_executions)
+            acknowledge_resource(
                 self.role,
-                "IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>"
-                f":execution:{child_machine}:*]",
+                child_executions,
                 "executions of one child workflow (startExecution.sync describes and stops "
                 "the child run it started; run names are only known at run time)",
             )

@@ -49,15 +49,3 @@ def platform_value(scope: Construct, name: str, value: str, description: str) ->
         CfnParameter(stack, name, type="String", description=description)
         stack.set_parameter(name, value)
     return Fn.ref(name)
-
-
-def parameter_token(name: str) -> str:
-    """How a cdk-nag finding spells a parameter (`<AgentStepFunctionArn>`)."""
-    return f"<{name}>"
-
-
-def machine_name(settings: Settings, workflow: str) -> str:
-    """The physical name of a workflow's state machine (`Switchyard-customer-support`): fixed,
-    so that its executions' ARNs are known to a parent workflow's role and its metrics to the
-    dashboard without a reference into its nested stack."""
-    return f"{settings.stack_name}-{workflow}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, Fn, Stack
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -18,8 +18,11 @@ from infra.constructs.state_store import StateStore, schema_migrations
 from infra.constructs.step_settings import StepSettings
 from infra.constructs.triggers import Triggers
 from infra.constructs.workflows import Workflows
+from infra.names import event_bus_name
 from infra.tool_access import derive_tool_access
-from switchyard.constants import EVENT_BUS_NAME
+
+AVAILABILITY_ZONES = 2
+"""Zones of the VPC's subnets (and so of the database's)."""
 
 
 class SwitchyardStack(Stack):
@@ -31,10 +34,11 @@ class SwitchyardStack(Stack):
         machines = load_catalog(settings.statemachines, settings.workflows)
         access = derive_tool_access((m.workflow for m in machines if m.workflow), settings)
 
+        bus_name = event_bus_name(settings)
         self.store = StateStore(self, "State", settings=settings)
         self.api = Api(self, "Api", settings=settings, store=self.store)
         self.functions = Functions(
-            self, "Functions", settings=settings, store=self.store, event_bus_name=EVENT_BUS_NAME
+            self, "Functions", settings=settings, store=self.store, event_bus_name=bus_name
         )
         self.approvals = Approvals(
             self, "Approvals", settings=settings, store=self.store, functions=self.functions,
@@ -46,7 +50,7 @@ class SwitchyardStack(Stack):
         self.migrations = schema_migrations(
             self, settings=settings, function=self.functions.migrate, store=self.store
         )
-        self.triggers = Triggers(self, "Triggers", machines=machines, event_bus_name=EVENT_BUS_NAME)
+        self.triggers = Triggers(self, "Triggers", machines=machines, event_bus_name=bus_name)
         self.monitoring = Monitoring(
             self, "Monitoring", settings=settings, store=self.store, functions=self.functions
         )
@@ -72,10 +76,18 @@ class SwitchyardStack(Stack):
         self.monitoring.add_dashboard([m.name for m in machines], dead_letter_queues)
         self._outputs()
 
+    @property
+    def availability_zones(self) -> list[str]:
+        """The region's first two zones as CloudFormation finds them (`Fn::GetAZs`), in every
+        environment: with a concrete account and region CDK would otherwise look the zones up
+        with the deploying credentials and hard-code them (or `dummy1a` without credentials)."""
+        return [Fn.select(index, Fn.get_azs()) for index in range(AVAILABILITY_ZONES)]
+
     def _outputs(self) -> None:
         CfnOutput(self, "ApiUrl", value=self.api.url)
         CfnOutput(self, "EventBusName", value=self.triggers.bus.event_bus_name)
         CfnOutput(self, "DatabaseSecretArn", value=self.store.database_secret.secret_arn)
+        CfnOutput(self, "DatabaseClusterIdentifier", value=self.store.cluster.cluster_identifier)
         CfnOutput(self, "AnthropicApiKeySecretArn", value=self.functions.model_api_key.secret_arn)
         CfnOutput(self, "StepDeadLetterQueueUrl", value=self.workflows.dead_letters.queue_url)
         CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name)

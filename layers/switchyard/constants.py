@@ -177,6 +177,8 @@ class FunctionSpec:
 
     name: str
     memory_mb: int
+    """Memory buys CPU (1,769 MB is one vCPU), and a cold start's import is CPU-bound: each value
+    is sized from the handler's measured import (docs/deploy.md, "Cold starts")."""
     timeout_seconds: int
     reserved_concurrency: int | None
     """Per step type: the model provider's rate limit is the real ceiling, so agent and router
@@ -216,7 +218,7 @@ FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
     ),
     FunctionSpec(
         name="approval_notify",
-        memory_mb=256,
+        memory_mb=512,
         timeout_seconds=60,
         reserved_concurrency=10,
         placement=Placement.VPC,
@@ -225,7 +227,7 @@ FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
     ),
     FunctionSpec(
         name="run_start",
-        memory_mb=256,
+        memory_mb=512,
         timeout_seconds=30,
         reserved_concurrency=None,
         placement=Placement.PUBLIC,
@@ -234,7 +236,7 @@ FUNCTION_SPECS: tuple[FunctionSpec, ...] = (
     ),
     FunctionSpec(
         name="render",
-        memory_mb=256,
+        memory_mb=512,
         timeout_seconds=30,
         reserved_concurrency=None,
         placement=Placement.PUBLIC,
@@ -279,8 +281,7 @@ PLATFORM_FUNCTIONS: tuple[FunctionSpec, ...] = (
 
 # --- identifiers of deployed resources ---------------------------------------------------------
 
-EVENT_BUS_NAME = "switchyard"
-"""The event bus that `event` triggers listen on."""
+# The event bus that `event` triggers listen on is named after the stack (infra/names.py).
 DATABASE_NAME = "switchyard"
 DATABASE_USER = "switchyard"
 LIVE_ALIAS = "live"
@@ -289,6 +290,11 @@ STEP_DEAD_LETTER_QUEUE = "step-dead-letters"
 IDEMPOTENCY_KEY_ATTRIBUTE = "id"
 IDEMPOTENCY_TTL_ATTRIBUTE = "expiration"
 BUDGET_KEY_ATTRIBUTE = "pk"
+BUDGET_TTL_ATTRIBUTE = "expires_at"
+"""Epoch seconds after which DynamoDB deletes a budget item (the table's TTL attribute)."""
+BUDGET_RETENTION_DAYS = 400
+"""How long a budget item outlives its last reservation or step count: longer than the one
+year a Standard execution may run, so no run loses its totals while it can still spend."""
 
 
 def pinned_alias(version: int) -> str:

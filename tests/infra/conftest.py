@@ -12,7 +12,15 @@ import yaml
 from switchyard.compile import compile_workflow
 from switchyard.source import load_document
 from switchyard.validate import validate_file
-from tests.infra.synth import REPO, Synthesized, make_repository, synthesize
+from tests.infra.synth import (
+    AGNOSTIC,
+    EU_CENTRAL_1,
+    REPO,
+    US_EAST_1,
+    Synthesized,
+    make_repository,
+    synthesize,
+)
 from tests.scenarios.harness.scenario import Scenario, load_scenario
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -39,10 +47,8 @@ CONFIGURED_CONTEXT: dict[str, Any] = {
 """Every runtime setting, for the tool showcase."""
 
 
-@pytest.fixture(scope="session")
-def platform(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    """The repository's workflows plus one with every kind of trigger, synthesized with no
-    context at all, as a newcomer's first `cdk synth` is."""
+def _platform_repository(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """The repository's workflows plus one with every kind of trigger."""
     machines = {
         p.name.removesuffix(".asl.json"): p.read_text()
         for p in (REPO / "statemachines").glob("*.asl.json")
@@ -52,13 +58,28 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     assert showcase is not None
     machines[showcase.name] = compile_workflow(showcase).text
     workflows[SHOWCASE.name] = SHOWCASE.read_text()
-    root, _ = make_repository(tmp_path_factory.mktemp("platform"), machines, workflows)
-    return synthesize(root)
+    root, _ = make_repository(tmp_path_factory.mktemp(name), machines, workflows)
+    return root
+
+
+@pytest.fixture(scope="session")
+def platform(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """The repository's workflows plus one with every kind of trigger, synthesized with no
+    context at all, as a newcomer's first `cdk deploy` does: with the account and region the
+    CDK CLI takes from the credentials."""
+    return synthesize(_platform_repository(tmp_path_factory, "platform"), environ=US_EAST_1)
+
+
+@pytest.fixture(scope="session")
+def platform_agnostic(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """The same, as `cdk synth` without credentials does: environment-agnostic."""
+    return synthesize(_platform_repository(tmp_path_factory, "agnostic"), environ=AGNOSTIC)
 
 
 @pytest.fixture(scope="session")
 def configured(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    """The tool showcase alone, with every runtime setting in context."""
+    """The tool showcase alone, with every runtime setting in context, in a second region and
+    account (`eu-central-1`)."""
     workflow = validate_file(TOOL_SHOWCASE).workflow
     assert workflow is not None
     root, _ = make_repository(
@@ -66,7 +87,7 @@ def configured(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
         {workflow.name: compile_workflow(workflow).text},
         {TOOL_SHOWCASE.name: TOOL_SHOWCASE.read_text()},
     )
-    return synthesize(root, **CONFIGURED_CONTEXT)
+    return synthesize(root, environ=EU_CENTRAL_1, **CONFIGURED_CONTEXT)
 
 
 @pytest.fixture(scope="session")
@@ -80,7 +101,7 @@ def corpus(
 ) -> Iterator[Synthesized]:
     """The scenario corpus (each workflow and its children) compiled into `statemachines/`, their
     YAML in `workflows/` (a later scenario's workflow of the same name replaces an earlier one's,
-    machine and file alike)."""
+    machine and file alike). Environment-agnostic."""
     machines: dict[str, str] = {}
     files: dict[str, str] = {}
     for path in CASES:
@@ -92,4 +113,4 @@ def corpus(
             machines[workflow.name] = compile_workflow(workflow).text
             files[f"{workflow.name}.yaml"] = yaml.safe_dump(document, sort_keys=False)
     root, _ = make_repository(tmp_path_factory.mktemp("corpus"), machines, files)
-    yield synthesize(root, **CORPUS_CONTEXT)
+    yield synthesize(root, environ=AGNOSTIC, **CORPUS_CONTEXT)

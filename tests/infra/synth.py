@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +25,38 @@ REPO = Path(__file__).resolve().parents[2]
 STACK = "Switchyard"
 ONE_LINE_HANDLER = "def handler(event, context):\n    return event\n"
 
+AGNOSTIC: Mapping[str, str] = {}
+"""`cdk synth` without credentials: account, region and partition are CloudFormation's."""
+US_EAST_1: Mapping[str, str] = {
+    "CDK_DEFAULT_ACCOUNT": "123456789012",
+    "CDK_DEFAULT_REGION": "us-east-1",
+}
+"""What `cdk deploy` sets from the credentials (moto's account and region, for the moto tests)."""
+EU_CENTRAL_1: Mapping[str, str] = {
+    "CDK_DEFAULT_ACCOUNT": "210987654321",
+    "CDK_DEFAULT_REGION": "eu-central-1",
+}
+"""A second region and account."""
+
 
 @dataclass
 class Synthesized:
     root: Path
     template: dict[str, Any]
-    """The top-level stack's template."""
+    """The top-level stack's template (`Switchyard`, or the context's `switchyard:stackName`)."""
     nested: dict[str, dict[str, Any]]
     """Each nested stack's template, by the logical id of its `AWS::CloudFormation::Stack`."""
     app: Any
+    environ: Mapping[str, str] = field(default_factory=dict)
+    """`CDK_DEFAULT_ACCOUNT` and `CDK_DEFAULT_REGION` of the synth (empty: agnostic)."""
+
+    @property
+    def account(self) -> str | None:
+        return self.environ.get("CDK_DEFAULT_ACCOUNT")
+
+    @property
+    def region(self) -> str | None:
+        return self.environ.get("CDK_DEFAULT_REGION")
 
     @property
     def templates(self) -> dict[str, dict[str, Any]]:
@@ -82,22 +106,31 @@ def make_repository(
     return root, stand_ins
 
 
-def synthesize(root: Path, **context: Any) -> Synthesized:
+def synthesize(root: Path, *, environ: Mapping[str, str] = AGNOSTIC, **context: Any) -> Synthesized:
+    """The app as `cdk synth` (`environ` empty) or `cdk deploy` (`US_EAST_1`) builds it."""
     from infra.app import build_app
 
     app = build_app(
         context={"switchyard:root": str(root), "aws:cdk:bundling-stacks": [], **context},
         outdir=str(root / "cdk.out"),
+        environ=environ,
     )
     app.synth()
     out = root / "cdk.out"
-    template = json.loads((out / f"{STACK}.template.json").read_text())
-    return Synthesized(root=root, template=template, nested=_nested(out, template), app=app)
+    stack = context.get("switchyard:stackName", STACK)
+    template = json.loads((out / f"{stack}.template.json").read_text())
+    return Synthesized(
+        root=root,
+        template=template,
+        nested=_nested(out, template, stack),
+        app=app,
+        environ=environ,
+    )
 
 
-def _nested(out: Path, template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _nested(out: Path, template: dict[str, Any], stack: str) -> dict[str, dict[str, Any]]:
     """Nested templates by logical id: a stack's `TemplateURL` ends in its asset's object key."""
-    assets = json.loads((out / f"{STACK}.assets.json").read_text())["files"]
+    assets = json.loads((out / f"{stack}.assets.json").read_text())["files"]
     files = {
         destination["objectKey"]: asset["source"]["path"]
         for asset in assets.values()

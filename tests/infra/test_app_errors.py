@@ -26,6 +26,7 @@ def _repository(tmp_path: Path, showcase_text: str) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_a_missing_handler_is_named(tmp_path: Path) -> None:
     root = _repository(tmp_path, SHOWCASE.read_text())
     (root / "functions" / "render" / "handler.py").unlink()
@@ -33,6 +34,7 @@ def test_a_missing_handler_is_named(tmp_path: Path) -> None:
         synthesize(root)
 
 
+@pytest.mark.slow
 def test_a_trigger_template_that_needs_code_is_refused_with_its_trigger(tmp_path: Path) -> None:
     text = SHOWCASE.read_text().replace(
         '{ticket_id: "{{ event.detail.id }}"', '{ticket_id: "{{ event.detail.id | upper }}"'
@@ -53,6 +55,7 @@ def test_the_repository_handlers_exist_for_every_declared_function() -> None:
     assert missing == []
 
 
+@pytest.mark.slow
 def test_a_tool_whose_resource_is_only_known_at_run_time_fails_the_synth(tmp_path: Path) -> None:
     text = SHOWCASE.read_text() + (
         "  file:\n    type: tool\n    after: [answer]\n    tool: s3.put\n"
@@ -70,12 +73,14 @@ def test_a_tool_whose_resource_is_only_known_at_run_time_fails_the_synth(tmp_pat
     synthesize(root, **{"switchyard:toolResources": declared})
 
 
+@pytest.mark.slow
 def test_a_setting_that_does_not_fit_fails_the_synth_by_name(tmp_path: Path) -> None:
     root = _repository(tmp_path, SHOWCASE.read_text())
     with pytest.raises(SettingsError, match=r"sqlConnections\.ledger: looks like a conninfo"):
         synthesize(root, **{"switchyard:sqlConnections": {"ledger": "postgresql://u:p@db/x"}})
 
 
+@pytest.mark.slow
 def test_a_queue_two_workflows_share_is_refused_naming_both(tmp_path: Path) -> None:
     from switchyard.compile import compile_workflow
     from switchyard.validate import validate_text

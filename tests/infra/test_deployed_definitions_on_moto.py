@@ -74,6 +74,7 @@ def test_the_deployed_definition_is_the_compiled_one(
     assert json.loads(deployed[scenario.workflow.name]) == json.loads(compiled)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", REPRESENTATIVE)
 def test_the_deployed_definition_runs_the_scenario_on_moto(
     corpus: Synthesized, scenarios: dict[str, Scenario], case: str

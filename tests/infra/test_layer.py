@@ -154,3 +154,37 @@ def test_everything_the_handlers_import_is_in_the_layer() -> None:
     assert missing == {}
     layer = {_name(r) for r in layer_build.requirements()}
     assert {LAYER_MODULES[m] for m in third_party} <= layer
+
+
+def test_the_layers_bytecode_is_reproducible_unchecked_and_names_opt_python(
+    tmp_path: Path,
+) -> None:
+    """Compiled twice, in two folders: the same bytes; hash-based and never checked against
+    the source (flags 0b01); the code objects name the file where Lambda mounts it."""
+    import marshal
+
+    compiled = []
+    for copy in ("a", "b"):
+        target = tmp_path / copy / "python"
+        (target / "pkg").mkdir(parents=True)
+        (target / "pkg" / "__init__.py").write_text("def f():\n    return 1\n")
+        layer_build.compile_bytecode(target, sys.executable)
+        (pyc,) = (target / "pkg" / "__pycache__").glob("__init__.*.pyc")
+        compiled.append(pyc.read_bytes())
+    assert compiled[0] == compiled[1]
+    assert int.from_bytes(compiled[0][4:8], "little") == 0b01  # hash-based, unchecked
+    code = marshal.loads(compiled[0][16:])
+    assert code.co_filename == "/opt/python/pkg/__init__.py"
+
+
+def test_a_bytecode_python_of_another_version_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(layer_build.LAYER_PYTHON_ENV, sys.executable)
+    with pytest.raises(RuntimeError, match=r"must be compiled by Python 3\.14"):
+        layer_build.bytecode_python()
+
+
+def test_the_layer_hash_says_whether_it_holds_bytecode() -> None:
+    with_bytecode = layer_build.layer_hash(REPO, bytecode=True)
+    assert with_bytecode != layer_build.layer_hash(REPO, bytecode=False)

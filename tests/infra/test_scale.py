@@ -183,6 +183,7 @@ def test_the_dashboard_shows_every_workflow_in_graphs_of_at_most_100(many: Synth
         assert len(widget["properties"].get("metrics", [])) <= 500  # CloudWatch's limit
 
 
+@pytest.mark.slow
 def test_cfn_lint_passes_on_the_top_level_stack_and_every_kind_of_workflow_stack(
     many: Synthesized,
 ) -> None:

@@ -65,14 +65,17 @@ def granted(synthesized: Synthesized, folder: str) -> dict[str, list[str]]:
     return result
 
 
-REGIONAL = "<AWS::Region>:<AWS::AccountId>"
+def regional(synthesized: Synthesized) -> str:
+    """Region and account in an ARN: the synth's own, or CloudFormation's when agnostic."""
+    return f"{synthesized.region or '<AWS::Region>'}:{synthesized.account or '<AWS::AccountId>'}"
 
 
 def test_the_tool_step_may_reach_exactly_what_its_tools_name(configured: Synthesized) -> None:
+    where = regional(configured)
     assert granted(configured, "tool_step") == {
-        "events:PutEvents": [f"arn:<AWS::Partition>:events:{REGIONAL}:event-bus/audit"],
+        "events:PutEvents": [f"arn:<AWS::Partition>:events:{where}:event-bus/audit"],
         "lambda:InvokeFunction": [
-            f"arn:<AWS::Partition>:lambda:{REGIONAL}:function:report-enricher:live"
+            f"arn:<AWS::Partition>:lambda:{where}:function:report-enricher:live"
         ],
         "s3:GetObject": ["arn:<AWS::Partition>:s3:::report-templates/default.md"],
         "s3:PutObject": [
@@ -80,23 +83,24 @@ def test_the_tool_step_may_reach_exactly_what_its_tools_name(configured: Synthes
             "arn:<AWS::Partition>:s3:::reports-*/reports/*",
         ],
         "secretsmanager:GetSecretValue": [
-            f"arn:<AWS::Partition>:secretsmanager:{REGIONAL}:secret:prod/ledger-??????",
-            f"arn:<AWS::Partition>:secretsmanager:{REGIONAL}:secret:slack/reports-??????",
+            f"arn:<AWS::Partition>:secretsmanager:{where}:secret:prod/ledger-??????",
+            f"arn:<AWS::Partition>:secretsmanager:{where}:secret:slack/reports-??????",
         ],
         "ses:SendEmail": [
-            f"arn:<AWS::Partition>:ses:{REGIONAL}:identity/example.com",
-            f"arn:<AWS::Partition>:ses:{REGIONAL}:identity/reports@example.com",
+            f"arn:<AWS::Partition>:ses:{where}:identity/example.com",
+            f"arn:<AWS::Partition>:ses:{where}:identity/reports@example.com",
         ],
         "sns:ListTopics": ["*"],
-        "sns:Publish": [f"arn:<AWS::Partition>:sns:{REGIONAL}:report-news"],
+        "sns:Publish": [f"arn:<AWS::Partition>:sns:{where}:report-news"],
         "sqs:SendMessage": ["arn:<AWS::Partition>:sqs:eu-west-1:123456789012:reports"],
     }
 
 
 def test_the_agent_step_may_invoke_only_its_agents_lambda_tool(configured: Synthesized) -> None:
+    where = regional(configured)
     assert granted(configured, "agent_step") == {
         "lambda:InvokeFunction": [
-            f"arn:<AWS::Partition>:lambda:{REGIONAL}:function:report-enricher:live"
+            f"arn:<AWS::Partition>:lambda:{where}:function:report-enricher:live"
         ]
     }
     assert tool_policy(configured, "router_step") is None
@@ -193,14 +197,15 @@ def test_model_prices_ship_in_a_layer_of_their_own(configured: Synthesized) -> N
 
 
 def test_the_repository_workflows_get_their_bucket_queue_and_sender(platform: Synthesized) -> None:
+    where = regional(platform)
     grants = granted(platform, "tool_step")
     assert grants["s3:PutObject"] == ["arn:<AWS::Partition>:s3:::legal-briefs/briefs/*"]
     assert grants["sqs:GetQueueUrl,sqs:SendMessage"] == [
-        f"arn:<AWS::Partition>:sqs:{REGIONAL}:moderation-manual-blocks"
+        f"arn:<AWS::Partition>:sqs:{where}:moderation-manual-blocks"
     ]
     assert grants["ses:SendEmail"] == [
-        f"arn:<AWS::Partition>:ses:{REGIONAL}:identity/example.com",
-        f"arn:<AWS::Partition>:ses:{REGIONAL}:identity/support@example.com",
+        f"arn:<AWS::Partition>:ses:{where}:identity/example.com",
+        f"arn:<AWS::Partition>:ses:{where}:identity/support@example.com",
     ]
     # Both examples name their sender: no default sender is needed, none is set.
     assert EMAIL_FROM_ENV not in environment(platform, "tool_step")

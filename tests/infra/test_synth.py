@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match, Template
 
+from infra.constructs.workflow_machine import PARTITION
 from switchyard.constants import (
     API_KEY_SECRET_ENV,
     BUDGET_TABLE_ENV,
@@ -175,10 +176,10 @@ def test_migrations_run_on_deploy_through_the_migrate_function(platform: Synthes
 
 
 @pytest.mark.parametrize(
-    ("key", "ttl"), [("id", "expiration"), ("pk", None)], ids=["idempotency", "budget"]
+    ("key", "ttl"), [("id", "expiration"), ("pk", "expires_at")], ids=["idempotency", "budget"]
 )
 def test_dynamodb_tables_have_the_keys_the_stores_expect(
-    platform: Synthesized, key: str, ttl: str | None
+    platform: Synthesized, key: str, ttl: str
 ) -> None:
     tables = [
         t["Properties"]
@@ -190,10 +191,8 @@ def test_dynamodb_tables_have_the_keys_the_stores_expect(
     assert table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
     assert table["SSESpecification"]["SSEEnabled"] is True
     assert table["SSESpecification"]["SSEType"] == "KMS"
-    if ttl:
-        assert table["TimeToLiveSpecification"] == {"AttributeName": ttl, "Enabled": True}
-    else:
-        assert "TimeToLiveSpecification" not in table
+    # The stores write these attributes (idempotency: Powertools; budget: the ledger).
+    assert table["TimeToLiveSpecification"] == {"AttributeName": ttl, "Enabled": True}
 
 
 def test_output_bucket_is_encrypted_private_tls_only_and_expires_objects(
@@ -288,9 +287,11 @@ def test_every_placeholder_has_a_substitution_and_none_is_left(platform: Synthes
         assert set(placeholders_in(machine["DefinitionString"])) == set(
             machine["DefinitionSubstitutions"]
         ), name
-        # Each placeholder is a parameter of the workflow's stack, of the same name.
+        # Each placeholder is a parameter of the workflow's stack, of the same name; the
+        # partition of the service integrations is the stack's.
         assert machine["DefinitionSubstitutions"] == {
-            p: {"Ref": p} for p in machine["DefinitionSubstitutions"]
+            p: {"Ref": "AWS::Partition" if p == PARTITION else p}
+            for p in machine["DefinitionSubstitutions"]
         }
         resolved = fake.definition(located)
         assert "${" not in resolved, name
@@ -393,7 +394,7 @@ def test_a_workflow_role_may_call_only_its_functions_its_child_and_its_dlq(
     describe = json.dumps(by_action['["states:DescribeExecution", "states:StopExecution"]'])
     assert ":execution:Switchyard-summarize-document:*" in describe
     rule = json.dumps(by_action['["events:PutTargets", "events:PutRule", "events:DescribeRule"]'])
-    assert "rule/StepFunctionsGetEventsForStepFunctionsExecutionManagedRule" in rule
+    assert "rule/StepFunctionsGetEventsForStepFunctionsExecutionRule" in rule
     wildcard_actions = [
         a
         for s in statements
@@ -436,10 +437,10 @@ def test_schedules_translate_cron_with_timezone_and_split_or_days(showcase: Temp
         assert "DeadLetterConfig" in properties["Target"]
 
 
-def test_event_triggers_are_rules_on_the_switchyard_bus_with_a_dlq(
+def test_event_triggers_are_rules_on_the_stacks_bus_with_a_dlq(
     template: Template, showcase: Template
 ) -> None:
-    template.has_resource_properties("AWS::Events::EventBus", {"Name": "switchyard"})
+    template.has_resource_properties("AWS::Events::EventBus", {"Name": "Switchyard"})
     showcase.has_resource_properties(
         "AWS::Events::Rule",
         {

@@ -10,6 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
+from infra.constructs.workflow_machine import PARTITION
 from infra.translate.starter import StarterSpec, execution_name
 from tests.infra.resolve import machines_by_workflow, properties_of
 from tests.infra.synth import Synthesized
@@ -35,7 +36,7 @@ def _starter_text(platform: Synthesized, key: str, workflow_arn: str, dlq_url: s
     starter = properties_of(platform, machines_by_workflow(platform, kind="EXPRESS")[key])
     text = str(starter["DefinitionString"])
     for name in starter["DefinitionSubstitutions"]:
-        value = {"WorkflowArn": workflow_arn, "DeadLetterQueueUrl": dlq_url}[name]
+        value = {"WorkflowArn": workflow_arn, "DeadLetterQueueUrl": dlq_url, PARTITION: "aws"}[name]
         text = text.replace("${" + name + "}", value)
     assert "${" not in text
     return text

@@ -195,3 +195,36 @@ def test_1000_concurrent_reservations_never_overspend_a_dollar(ledger: BudgetLed
         totals = ledger.totals(scope)
         assert (totals.spent_micros, totals.reserved_micros) == (expected, 0)
         assert totals.tokens == 10 * len(admitted)
+
+
+def test_dynamodb_items_expire_after_the_retention_but_averages_stay() -> None:
+    """The table's TTL deletes a finished run's items: each write sets `expires_at`."""
+    from switchyard.constants import BUDGET_RETENTION_DAYS, BUDGET_TTL_ATTRIBUTE
+
+    now = 1_800_000_000.0
+    with mock_aws():
+        client = serialised_dynamodb_client()
+        create_budget_table(client, "budgets")
+        ttl = client.describe_time_to_live(TableName="budgets")["TimeToLiveDescription"]
+        assert ttl["AttributeName"] == BUDGET_TTL_ATTRIBUTE
+        ledger = DynamoDBBudgetLedger("budgets", client=client, clock=lambda: now)
+        run = run_scope()
+        held = ledger.reserve(
+            "r1", DOLLAR, [ScopeLimit(run, 5 * DOLLAR)], owner="s1", model="m", step="a"
+        )
+        ledger.settle(held, DOLLAR // 2)
+        ledger.count_step(run, "attempt-1", 10)
+        ledger.set_limit(Scope("run", "other"), 3 * DOLLAR)
+        items = {
+            item["pk"]["S"]: item.get(BUDGET_TTL_ATTRIBUTE, {}).get("N")
+            for item in client.scan(TableName="budgets")["Items"]
+        }
+    expires = str(int(now) + BUDGET_RETENTION_DAYS * 86400)
+    assert items == {
+        f"scope#{run.key}": expires,
+        "owner#s1": expires,
+        f"steps#{run.key}": expires,
+        f"attempt#{run.key}#attempt-1": expires,
+        "scope#run:other": expires,
+        "avg#m#a": None,
+    }

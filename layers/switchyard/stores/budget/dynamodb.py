@@ -13,16 +13,25 @@ headroom. Items, in one table keyed by `pk`:
 
 Open reservations live as attributes of their owner's item (a step has a handful in flight at
 most), so the table holds a few items per step rather than one per call.
+
+Every write of a scope, steps, attempt or owner item sets `expires_at` (the table's TTL
+attribute) to `BUDGET_RETENTION_DAYS` after it, so DynamoDB deletes a finished run's items; the
+`avg#` items, a handful per model and step that estimates keep learning from, never expire.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 
-from switchyard.constants import BUDGET_KEY_ATTRIBUTE
+from switchyard.constants import (
+    BUDGET_KEY_ATTRIBUTE,
+    BUDGET_RETENTION_DAYS,
+    BUDGET_TTL_ATTRIBUTE,
+)
 from switchyard.stores.budget.ledger import (
     BudgetLedger,
     Reservation,
@@ -35,6 +44,7 @@ from switchyard.stores.budget.ledger import (
 )
 
 _PK = BUDGET_KEY_ATTRIBUTE  # the table's partition key, as the CDK stack creates it
+_TTL = BUDGET_TTL_ATTRIBUTE  # the table's TTL attribute, as the CDK stack configures it
 
 UNLIMITED = 10**18
 """Headroom of a scope without a money limit (a trillion dollars in micro-dollars)."""
@@ -47,6 +57,10 @@ def create_budget_table(client: Any, table_name: str) -> None:
         KeySchema=[{"AttributeName": _PK, "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": _PK, "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
+    )
+    client.update_time_to_live(
+        TableName=table_name,
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": _TTL},
     )
 
 
@@ -68,13 +82,26 @@ def _cancellation_codes(exc: ClientError) -> list[str]:
 
 
 class DynamoDBBudgetLedger(BudgetLedger):
-    def __init__(self, table_name: str, *, client: Any = None) -> None:
+    def __init__(
+        self,
+        table_name: str,
+        *,
+        client: Any = None,
+        clock: Callable[[], float] = time.time,
+        retention_days: int = BUDGET_RETENTION_DAYS,
+    ) -> None:
         if client is None:
             import boto3  # type: ignore[import-untyped]
 
             client = boto3.client("dynamodb")
         self.table = table_name
         self._client = client
+        self._clock = clock
+        self._retention_seconds = retention_days * 86400
+
+    def _expiry(self) -> dict[str, str]:
+        """The TTL value of an item written now."""
+        return _n(int(self._clock()) + self._retention_seconds)
 
     def _get(self, pk: str) -> dict[str, Any] | None:
         response = self._client.get_item(
@@ -108,10 +135,13 @@ class DynamoDBBudgetLedger(BudgetLedger):
                 "Update": {
                     "TableName": self.table,
                     "Key": {_PK: _s(f"owner#{owner}")},
-                    "UpdateExpression": "SET #r = :record",
+                    "UpdateExpression": f"SET #r = :record, {_TTL} = :expires",
                     "ConditionExpression": "attribute_not_exists(#r)",
                     "ExpressionAttributeNames": {"#r": f"r_{reservation_id}"},
-                    "ExpressionAttributeValues": {":record": {"M": record}},
+                    "ExpressionAttributeValues": {
+                        ":record": {"M": record},
+                        ":expires": self._expiry(),
+                    },
                 }
             }
         ]
@@ -136,9 +166,15 @@ class DynamoDBBudgetLedger(BudgetLedger):
         update = (
             "SET reserved = if_not_exists(reserved, :zero) + :amt,"
             " headroom = if_not_exists(headroom, :initial) - :amt,"
-            " spent = if_not_exists(spent, :zero), tokens = if_not_exists(tokens, :zero)"
+            " spent = if_not_exists(spent, :zero), tokens = if_not_exists(tokens, :zero),"
+            f" {_TTL} = :expires"
         )
-        values: dict[str, Any] = {":zero": _n(0), ":amt": _n(amount), ":initial": _n(initial)}
+        values: dict[str, Any] = {
+            ":zero": _n(0),
+            ":amt": _n(amount),
+            ":initial": _n(initial),
+            ":expires": self._expiry(),
+        }
         names: dict[str, str] = {}
         if limit.max_micros is not None:
             update += ", #limit = if_not_exists(#limit, :initial)"
@@ -251,11 +287,14 @@ class DynamoDBBudgetLedger(BudgetLedger):
 
     def count_step(self, scope: Scope, attempt_id: str, max_steps: int | None) -> int:
         key = scope.key
+        expires = self._expiry()
         update: dict[str, Any] = {
             "TableName": self.table,
             "Key": {_PK: _s(f"steps#{key}")},
-            "UpdateExpression": "SET steps = if_not_exists(steps, :zero) + :one",
-            "ExpressionAttributeValues": {":zero": _n(0), ":one": _n(1)},
+            "UpdateExpression": (
+                f"SET steps = if_not_exists(steps, :zero) + :one, {_TTL} = :expires"
+            ),
+            "ExpressionAttributeValues": {":zero": _n(0), ":one": _n(1), ":expires": expires},
         }
         if max_steps is not None:
             update["ConditionExpression"] = "attribute_not_exists(steps) OR steps < :max"
@@ -266,7 +305,7 @@ class DynamoDBBudgetLedger(BudgetLedger):
                     {
                         "Put": {
                             "TableName": self.table,
-                            "Item": {_PK: _s(f"attempt#{key}#{attempt_id}")},
+                            "Item": {_PK: _s(f"attempt#{key}#{attempt_id}"), _TTL: expires},
                             "ConditionExpression": "attribute_not_exists(pk)",
                         }
                     },
@@ -287,8 +326,15 @@ class DynamoDBBudgetLedger(BudgetLedger):
         while True:
             item = self._get(pk)
             if item is None:
-                values: dict[str, Any] = {":h": _n(new_limit), ":zero": _n(0)}
-                update = "SET headroom = :h, reserved = :zero, spent = :zero, tokens = :zero"
+                values: dict[str, Any] = {
+                    ":h": _n(new_limit),
+                    ":zero": _n(0),
+                    ":expires": self._expiry(),
+                }
+                update = (
+                    "SET headroom = :h, reserved = :zero, spent = :zero, tokens = :zero,"
+                    f" {_TTL} = :expires"
+                )
                 if max_micros is not None:
                     update += ", #limit = :h"
                 try:
@@ -308,7 +354,7 @@ class DynamoDBBudgetLedger(BudgetLedger):
                 except self._client.exceptions.ConditionalCheckFailedException:
                     continue
             spent, reserved = _int(item, "spent"), _int(item, "reserved")
-            update = "SET headroom = :h"
+            update = f"SET headroom = :h, {_TTL} = :expires"
             remove = " REMOVE #limit" if max_micros is None else ""
             if max_micros is not None:
                 update += ", #limit = :limit"
@@ -316,6 +362,7 @@ class DynamoDBBudgetLedger(BudgetLedger):
                 ":h": _n(new_limit - spent - reserved),
                 ":spent": _n(spent),
                 ":reserved": _n(reserved),
+                ":expires": self._expiry(),
             }
             if max_micros is not None:
                 values[":limit"] = _n(max_micros)
