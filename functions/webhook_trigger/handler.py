@@ -1,4 +1,4 @@
-"""Webhook trigger: API Gateway → verify the HMAC of the raw body → StartExecution.
+"""Webhook trigger: API Gateway → verify the signed delivery (id, timestamp, body) → StartExecution.
 
 One function per webhook trigger; the stack sets the SWITCHYARD_WEBHOOK_* variables
 (switchyard.constants). The logic is `switchyard.triggers.handle_webhook`.

@@ -1,13 +1,19 @@
-"""Triggers that need code to start a run: webhooks (an HMAC-SHA256 of the raw body).
+"""Triggers that need code to start a run: webhooks (an HMAC-SHA256 over the
+delivery id, timestamp and raw body: `switchyard.triggers.signing`).
 
 Schedules, events and queue messages start runs on AWS without code (a small EXPRESS "starter"
 state machine per trigger, built by `infra/`); a webhook must be verified first, so its Lambda
 function (`functions/webhook_trigger`) calls `handle_webhook` here.
 """
 
+from switchyard.triggers.signing import (
+    REPLAY_WINDOW_SECONDS,
+    RefusedDelivery,
+    VerifiedDelivery,
+    sign_delivery,
+    verify_delivery,
+)
 from switchyard.triggers.webhook import (
-    DELIVERY_ID_HEADERS,
-    SIGNATURE_HEADERS,
     WebhookConfig,
     WebhookRequest,
     WebhookResponse,
@@ -15,12 +21,12 @@ from switchyard.triggers.webhook import (
     handle_webhook,
     request_from_http_event,
     resolve_secret,
-    signature_matches,
 )
 
 __all__ = [
-    "DELIVERY_ID_HEADERS",
-    "SIGNATURE_HEADERS",
+    "REPLAY_WINDOW_SECONDS",
+    "RefusedDelivery",
+    "VerifiedDelivery",
     "WebhookConfig",
     "WebhookRequest",
     "WebhookResponse",
@@ -28,5 +34,6 @@ __all__ = [
     "handle_webhook",
     "request_from_http_event",
     "resolve_secret",
-    "signature_matches",
+    "sign_delivery",
+    "verify_delivery",
 ]

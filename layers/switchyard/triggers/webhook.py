@@ -1,19 +1,17 @@
-"""Webhook triggers: verify the sender's HMAC-SHA256 of the raw body, then start one run.
+"""Webhook triggers: verify the signed delivery (`switchyard.triggers.signing`), then start one run.
 
-A delivery is started at most once: the execution name is derived from the sender's delivery id
-(`X-Switchyard-Delivery`, `Idempotency-Key`, `X-GitHub-Delivery`, ...) or, without one, from the
-SHA-256 of the raw body. Step Functions refuses a second execution of that name
+A delivery is started at most once: the execution name is derived from its signed delivery id
+(`X-Switchyard-Delivery`). Step Functions refuses a second execution of that name
 (`ExecutionAlreadyExists`), which answers 200 "duplicate" instead of 202 "started"; a retry that
 arrives while the first run is still going, with the same input, gets AWS's idempotent answer
-(the same execution) and starts nothing either.
+(the same execution) and starts nothing either. A replay under another delivery id does not match
+its signature, and one after the timestamp window is refused (401).
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
-import hmac
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -26,22 +24,7 @@ from switchyard.constants import (
     WEBHOOK_STATE_MACHINE_ARN_ENV,
     WEBHOOK_WORKFLOW_ENV,
 )
-
-SIGNATURE_HEADERS: tuple[str, ...] = (
-    "x-switchyard-signature",
-    "x-hub-signature-256",
-    "x-signature-256",
-)
-"""Where the signature may be, first match wins: `sha256=<hex>`, `<hex>` or base64 of the MAC."""
-
-DELIVERY_ID_HEADERS: tuple[str, ...] = (
-    "x-switchyard-delivery",
-    "idempotency-key",
-    "x-github-delivery",
-    "x-webhook-id",
-    "x-delivery-id",
-)
-"""Headers that name a delivery; a redelivery of the same event carries the same value."""
+from switchyard.triggers.signing import RefusedDelivery, verify_delivery
 
 _NAME_PREFIX = "wh-"
 
@@ -156,38 +139,9 @@ class SecretCache:
         return entry[1]
 
 
-def signature_matches(body: bytes, signature: str | None, secret: bytes) -> bool:
-    """Whether `signature` is the HMAC-SHA256 of `body` under `secret` (constant-time)."""
-    if not signature:
-        return False
-    given = signature.strip()
-    if given.lower().startswith("sha256="):
-        given = given[len("sha256=") :]
-    if not given.isascii():
-        return False
-    digest = hmac.new(secret, body, hashlib.sha256).digest()
-    if hmac.compare_digest(given.lower().encode("ascii"), digest.hex().encode("ascii")):
-        return True
-    try:
-        decoded = base64.b64decode(given, validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    return hmac.compare_digest(decoded, digest)
-
-
-def delivery_id(request: WebhookRequest) -> str | None:
-    for header in DELIVERY_ID_HEADERS:
-        value = request.headers.get(header, "").strip()
-        if value:
-            return value
-    return None
-
-
-def execution_name(workflow: str, request: WebhookRequest) -> str:
-    """`wh-<sha256>` of the delivery id, or of the raw body when the sender sends none."""
-    found = delivery_id(request)
-    key = f"delivery:{found}" if found else f"body:{hashlib.sha256(request.body).hexdigest()}"
-    digest = hashlib.sha256(f"{workflow}\n{key}".encode()).hexdigest()
+def execution_name(workflow: str, delivery_id: str) -> str:
+    """`wh-<sha256>` of the workflow and the (verified) delivery id."""
+    digest = hashlib.sha256(f"{workflow}\ndelivery:{delivery_id}".encode()).hexdigest()
     return _NAME_PREFIX + digest
 
 
@@ -228,22 +182,22 @@ def handle_webhook(
     secret: bytes,
     sfn: Any,
     on_failure: Callable[[dict[str, Any]], None] | None = None,
+    now: Callable[[], float] = time.time,
 ) -> WebhookResponse:
-    """401 on a bad signature, 422 when the input templates fail, 202 when a run started, 200
-    when this delivery had already started one, 502 when the start failed (the verified delivery
-    goes to `on_failure`, e.g. the trigger's dead-letter queue, and the sender may retry)."""
+    """401 when the delivery's signature, delivery id or timestamp does not verify, 422 when the
+    input templates fail, 202 when a run started, 200 when this delivery had already started
+    one, 502 when the start failed (the verified delivery goes to `on_failure`, e.g. the
+    trigger's dead-letter queue, and the sender may retry)."""
     from switchyard.runtime.errors import TemplateRenderError
 
-    signature = next(
-        (request.headers[h] for h in SIGNATURE_HEADERS if request.headers.get(h)), None
-    )
-    if not signature_matches(request.body, signature, secret):
-        return WebhookResponse(401, {"error": "invalid or missing signature"})
+    verified = verify_delivery(request.headers, request.body, secret, now=now)
+    if isinstance(verified, RefusedDelivery):
+        return WebhookResponse(401, {"error": verified.message})
     try:
         inputs = run_input(config, request)
     except TemplateRenderError as exc:
         return WebhookResponse(422, {"error": str(exc)})
-    name = execution_name(config.workflow, request)
+    name = execution_name(config.workflow, verified.delivery_id)
     try:
         started = sfn.start_execution(
             stateMachineArn=config.state_machine_arn,

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import json
 from typing import Any
 
@@ -19,13 +17,14 @@ from switchyard.constants import (
     WEBHOOK_WORKFLOW_ENV,
 )
 from switchyard.triggers import (
+    REPLAY_WINDOW_SECONDS,
     WebhookConfig,
     WebhookRequest,
     execution_name,
     handle_webhook,
     request_from_http_event,
     resolve_secret,
-    signature_matches,
+    sign_delivery,
 )
 from switchyard.triggers.webhook import SecretCache, WebhookConfigError
 
@@ -35,48 +34,30 @@ REGION = "us-east-1"
 PASS_MACHINE = json.dumps({"StartAt": "wait", "States": {"wait": {"Type": "Pass", "End": True}}})
 
 
-def sign(body: bytes, secret: bytes = SECRET) -> str:
-    return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+NOW = 1_800_000_000
 
 
-def test_hex_signature_with_and_without_prefix_matches() -> None:
-    signature = sign(BODY)
-    assert signature_matches(BODY, signature, SECRET)
-    assert signature_matches(BODY, signature.removeprefix("sha256=").upper(), SECRET)
+def signed(delivery: str = "d-1", body: bytes = BODY, timestamp: int = NOW) -> dict[str, str]:
+    return {
+        "x-switchyard-delivery": delivery,
+        "x-switchyard-timestamp": str(timestamp),
+        "x-switchyard-signature": sign_delivery(
+            SECRET, timestamp=timestamp, delivery_id=delivery, body=body
+        ),
+    }
 
 
-def test_base64_signature_matches() -> None:
-    digest = hmac.new(SECRET, BODY, hashlib.sha256).digest()
-    assert signature_matches(BODY, base64.b64encode(digest).decode(), SECRET)
+def handle(request: WebhookRequest, config: WebhookConfig, sfn: Any, **kw: Any) -> Any:
+    return handle_webhook(request, config, secret=SECRET, sfn=sfn, now=lambda: NOW, **kw)
 
 
-@pytest.mark.parametrize(
-    "signature",
-    [None, "", "sha256=", sign(BODY, b"other key"), sign(BODY + b" "), "sha256=zz", "ü" * 64],
-)
-def test_wrong_missing_or_garbled_signature_does_not_match(signature: str | None) -> None:
-    assert not signature_matches(BODY, signature, SECRET)
-
-
-def test_execution_name_comes_from_the_delivery_id_when_there_is_one() -> None:
-    first = WebhookRequest(body=BODY, headers={"x-github-delivery": "d-1"})
-    same_delivery_other_body = WebhookRequest(body=b"{}", headers={"x-github-delivery": "d-1"})
-    other_delivery = WebhookRequest(body=BODY, headers={"x-github-delivery": "d-2"})
-    name = execution_name("tickets", first)
-    assert name == execution_name("tickets", same_delivery_other_body)
-    assert name != execution_name("tickets", other_delivery)
-    assert name != execution_name("other-workflow", first)
+def test_execution_name_comes_from_the_delivery_id() -> None:
+    name = execution_name("tickets", "d-1")
+    assert name == execution_name("tickets", "d-1")
+    assert name != execution_name("tickets", "d-2")
+    assert name != execution_name("other-workflow", "d-1")
     assert name.startswith("wh-") and len(name) <= 80
     assert all(c.isalnum() or c == "-" for c in name)
-
-
-def test_execution_name_falls_back_to_the_body_hash() -> None:
-    assert execution_name("w", WebhookRequest(body=BODY)) == execution_name(
-        "w", WebhookRequest(body=BODY, headers={"user-agent": "x"})
-    )
-    assert execution_name("w", WebhookRequest(body=BODY)) != execution_name(
-        "w", WebhookRequest(body=b"{}")
-    )
 
 
 def test_http_api_event_becomes_a_request_with_the_raw_body() -> None:
@@ -163,14 +144,10 @@ def _config(arn: str) -> WebhookConfig:
 
 def test_a_signed_delivery_starts_one_run_with_the_rendered_input(sfn: Any) -> None:
     config = _config(_machine(sfn))
-    request = WebhookRequest(
-        body=BODY,
-        headers={"x-switchyard-signature": sign(BODY), "x-switchyard-delivery": "d-1"},
-        query={"source": "shop"},
-    )
-    response = handle_webhook(request, config, secret=SECRET, sfn=sfn)
+    request = WebhookRequest(body=BODY, headers=signed("d-1"), query={"source": "shop"})
+    response = handle(request, config, sfn)
     assert response.status == 202
-    assert response.body["execution_name"] == execution_name("tickets", request)
+    assert response.body["execution_name"] == execution_name("tickets", "d-1")
     described = sfn.describe_execution(executionArn=response.body["execution_arn"])
     assert json.loads(described["input"]) == {"ticket_id": "T-1", "source": "shop"}
 
@@ -178,48 +155,71 @@ def test_a_signed_delivery_starts_one_run_with_the_rendered_input(sfn: Any) -> N
 def test_a_redelivery_starts_no_second_run(sfn: Any) -> None:
     arn = _machine(sfn)
     config = _config(arn)
-    request = WebhookRequest(
-        body=BODY, headers={"x-hub-signature-256": sign(BODY)}, query={"source": "shop"}
-    )
-    first = handle_webhook(request, config, secret=SECRET, sfn=sfn)
+    request = WebhookRequest(body=BODY, headers=signed("d-1"), query={"source": "shop"})
+    first = handle(request, config, sfn)
     assert first.status == 202
     # While the run is going, StartExecution with the same name and input is idempotent on AWS
     # (and on moto): the same execution comes back.
-    while_running = handle_webhook(request, config, secret=SECRET, sfn=sfn)
+    while_running = handle(request, config, sfn)
     assert while_running.body["execution_arn"] == first.body["execution_arn"]
     sfn.stop_execution(executionArn=first.body["execution_arn"])
-    after_it_ended = handle_webhook(request, config, secret=SECRET, sfn=sfn)
+    after_it_ended = handle(request, config, sfn)
     assert after_it_ended.status == 200
     assert after_it_ended.body["status"] == "duplicate"
     assert len(sfn.list_executions(stateMachineArn=arn)["executions"]) == 1
 
 
+def test_a_captured_request_replayed_with_a_new_delivery_id_starts_nothing(sfn: Any) -> None:
+    arn = _machine(sfn)
+    config = _config(arn)
+    captured = WebhookRequest(body=BODY, headers=signed("d-1"), query={"source": "shop"})
+    assert handle(captured, config, sfn).status == 202
+    replayed = WebhookRequest(
+        body=BODY,
+        headers={**captured.headers, "x-switchyard-delivery": "d-2"},
+        query={"source": "shop"},
+    )
+    response = handle(replayed, config, sfn)
+    assert response.status == 401
+    assert "does not match" in response.body["error"]
+    later = handle_webhook(
+        captured, config, secret=SECRET, sfn=sfn, now=lambda: NOW + REPLAY_WINDOW_SECONDS + 1
+    )
+    assert later.status == 401
+    assert len(sfn.list_executions(stateMachineArn=arn)["executions"]) == 1
+
+
 def test_a_bad_signature_is_401_and_starts_nothing(sfn: Any) -> None:
     arn = _machine(sfn)
-    request = WebhookRequest(body=BODY, headers={"x-switchyard-signature": sign(b"other")})
-    response = handle_webhook(request, _config(arn), secret=SECRET, sfn=sfn)
+    request = WebhookRequest(body=BODY, headers=signed(body=b"other"))
+    response = handle(request, _config(arn), sfn)
     assert response.status == 401
     assert response.to_http()["statusCode"] == 401
     assert sfn.list_executions(stateMachineArn=arn)["executions"] == []
 
 
+def test_an_unsigned_body_only_signature_is_401_naming_the_missing_headers(sfn: Any) -> None:
+    arn = _machine(sfn)
+    request = WebhookRequest(body=BODY, headers={"x-hub-signature-256": "sha256=" + "0" * 64})
+    response = handle(request, _config(arn), sfn)
+    assert response.status == 401
+    assert "X-Switchyard-Delivery" in response.body["error"]
+    assert sfn.list_executions(stateMachineArn=arn)["executions"] == []
+
+
 def test_a_template_that_fails_is_422(sfn: Any) -> None:
     arn = _machine(sfn)
-    request = WebhookRequest(
-        body=b"not json", headers={"x-switchyard-signature": sign(b"not json")}
-    )
-    response = handle_webhook(request, _config(arn), secret=SECRET, sfn=sfn)
+    request = WebhookRequest(body=b"not json", headers=signed(body=b"not json"))
+    response = handle(request, _config(arn), sfn)
     assert response.status == 422
     assert sfn.list_executions(stateMachineArn=arn)["executions"] == []
 
 
 def test_a_failed_start_keeps_the_delivery_and_answers_502(sfn: Any) -> None:
     config = _config("arn:aws:states:us-east-1:123456789012:stateMachine:missing")
-    request = WebhookRequest(
-        body=BODY, headers={"x-switchyard-signature": sign(BODY)}, query={"source": "shop"}
-    )
+    request = WebhookRequest(body=BODY, headers=signed(), query={"source": "shop"})
     kept: list[dict[str, Any]] = []
-    response = handle_webhook(request, config, secret=SECRET, sfn=sfn, on_failure=kept.append)
+    response = handle(request, config, sfn, on_failure=kept.append)
     assert response.status == 502
     assert kept[0]["workflow"] == "tickets"
     assert kept[0]["input"] == {"ticket_id": "T-1", "source": "shop"}
