@@ -30,6 +30,7 @@ class Code(StrEnum):
     HISTORY_LIMIT = "history_limit"
     SYNC_EDGE = "sync_edge"
     DEFINITION_SIZE = "definition_size"
+    BAD_TIMEOUT = "bad_timeout"
 
 
 class Severity(StrEnum):

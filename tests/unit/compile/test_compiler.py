@@ -121,7 +121,7 @@ def test_the_machine_names_the_workflow_and_its_version() -> None:
     definition = compile_workflow(workflow).definition
     assert definition["Comment"].startswith("switchyard workflow customer-support version 1")
     assert definition["QueryLanguage"] == "JSONPath"
-    assert definition["TimeoutSeconds"] == 600  # budget.max_duration: 10m
+    assert definition["TimeoutSeconds"] == 8 * 3600  # budget.max_duration: 8h
 
 
 def test_committed_state_machines_are_current(capsys: pytest.CaptureFixture[str]) -> None:
