@@ -317,18 +317,30 @@ class Functions(Construct):
             self.grant_key_encrypt_decrypt(function)
         for name in OUTPUT_READERS:
             function = self.by_name[name]
+            # render also stores the parts of a run's outputs (a sub-workflow's result in its
+            # parent's state) that do not fit the run's share of Step Functions' 256 KB.
+            writes = name == "render"
             function.add_to_role_policy(
                 iam.PolicyStatement(
-                    actions=["s3:GetObject"], resources=[store.output_bucket.arn_for_objects("*")]
+                    actions=["s3:GetObject", "s3:PutObject"] if writes else ["s3:GetObject"],
+                    resources=[store.output_bucket.arn_for_objects("*")],
                 )
             )
             acknowledge(
                 function.role or function,
                 f"IAM5[Resource::{token(store.output_bucket)}/*]",
                 "reads large outputs back from the platform's own output bucket, keyed by content "
-                "hash (not known in advance); GetObject only",
+                + (
+                    "hash (not known in advance), and stores a run's large outputs there; "
+                    "GetObject and PutObject only"
+                    if writes
+                    else "hash (not known in advance); GetObject only"
+                ),
             )
-            self.grant_key_decrypt(function)
+            if writes:
+                self.grant_key_encrypt_decrypt(function)
+            else:
+                self.grant_key_decrypt(function)
         for name in MODEL_STEPS:
             function = self.by_name[name]
             function.add_to_role_policy(

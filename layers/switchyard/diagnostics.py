@@ -31,6 +31,7 @@ class Code(StrEnum):
     SYNC_EDGE = "sync_edge"
     DEFINITION_SIZE = "definition_size"
     BAD_TIMEOUT = "bad_timeout"
+    PAYLOAD_SIZE = "payload_size"
 
 
 class Severity(StrEnum):

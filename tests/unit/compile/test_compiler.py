@@ -165,9 +165,15 @@ version: 1
 inputs: {docs: {type: array, maxItems: 2000}}
 defaults: {model: m}
 steps:
-  each: {type: map, items: "{{ inputs.docs }}", step: {type: agent, prompt: "{{ item }}"}}
+  each:
+    type: map
+    items: "{{ inputs.docs }}"
+    step:
+      type: agent
+      prompt: "{{ item }}"
+      output_schema: {enum: [spam, ham]}
 """
-    result = validate_text(text)
+    result = validate_text(text)  # 2,000 outputs of an enum fit the state (payload_size)
     assert result.workflow is not None
     (warning,) = compile_workflow(result.workflow).notes
     assert warning.code is Code.HISTORY_LIMIT and warning.severity is Severity.WARNING
