@@ -1,8 +1,11 @@
 """document-processing over 200 documents of realistic size, on moto: no state of the run takes
 more than Step Functions' 256 KB.
 
-moto does not enforce the limit (`States.DataLimitExceeded`), so the test measures it: every
-state's input and output in the execution history, as UTF-8 JSON. A contract of about 6 KB is
+moto fails a Task whose result passes the limit (as `States.DataLimitExceeded` would), and the
+test also measures every state's input and output in the execution history, as UTF-8 JSON. With
+every output limit at 32 KiB (the code before the payload plan) the run fails at the map (checked
+by hand: "The state/task 'summarize_each (2)' returned a result with a size exceeding the maximum
+number of bytes service limit"). A contract of about 6 KB is
 fetched per document and summarised in about 1.4 KB; 200 such summaries alone are over 256 KB, so
 the map's list only fits because each item's output keeps at most its share inline (the compiled
 `output_limit` of the child's link) and the rest goes to the output store (S3 on moto).
