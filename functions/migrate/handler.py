@@ -2,7 +2,9 @@
 
 CloudFormation calls this function on Create and Update (the resource's properties carry a hash of
 the migration files, so a deploy that adds a migration updates it); Delete does nothing, the data
-outlives the stack's resource. The connection comes from the cluster's Secrets Manager secret.
+outlives the stack's resource. The connection comes from the cluster's Secrets Manager secret; a
+refused login re-reads it once (the secret is rotated right after the cluster is created, which can
+race the first deploy's migration).
 Migrations are idempotent (`switchyard.stores.migrate` records each file it applied), so a retry
 of a failed deploy applies only what is missing.
 """
@@ -13,11 +15,10 @@ import json
 import urllib.request
 from typing import Any
 
-import psycopg
 from aws_lambda_powertools import Logger
 
 from switchyard.constants import DATABASE_SECRET_ARN_ENV
-from switchyard.runtime.wiring import database_conninfo
+from switchyard.runtime.database import DatabaseLogin
 from switchyard.stores.migrate import apply_migrations
 
 logger = Logger()
@@ -26,10 +27,10 @@ CONNECT_TIMEOUT_SECONDS = 60
 
 
 def migrate() -> list[int]:
-    conninfo = database_conninfo()
-    if conninfo is None:
+    login = DatabaseLogin.from_environment()
+    if login is None:
         raise RuntimeError(f"migrate needs {DATABASE_SECRET_ARN_ENV} (the cluster's secret)")
-    with psycopg.connect(conninfo, connect_timeout=CONNECT_TIMEOUT_SECONDS) as conn:
+    with login.connect(connect_timeout=CONNECT_TIMEOUT_SECONDS) as conn:
         return apply_migrations(conn)
 
 

@@ -18,6 +18,7 @@ from aws_cdk import (
     ILocalBundling,
     Stack,
     Tags,
+    Token,
 )
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -319,18 +320,30 @@ class Functions(Construct):
             self.grant_key_encrypt_decrypt(function)
         for name in OUTPUT_READERS:
             function = self.by_name[name]
+            # render also stores the parts of a run's outputs (a sub-workflow's result in its
+            # parent's state) that do not fit the run's share of Step Functions' 256 KB.
+            writes = name == "render"
             function.add_to_role_policy(
                 iam.PolicyStatement(
-                    actions=["s3:GetObject"], resources=[store.output_bucket.arn_for_objects("*")]
+                    actions=["s3:GetObject", "s3:PutObject"] if writes else ["s3:GetObject"],
+                    resources=[store.output_bucket.arn_for_objects("*")],
                 )
             )
             acknowledge(
                 function.role or function,
                 f"IAM5[Resource::{token(store.output_bucket)}/*]",
                 "reads large outputs back from the platform's own output bucket, keyed by content "
-                "hash (not known in advance); GetObject only",
+                + (
+                    "hash (not known in advance), and stores a run's large outputs there; "
+                    "GetObject and PutObject only"
+                    if writes
+                    else "hash (not known in advance); GetObject only"
+                ),
             )
-            self.grant_key_decrypt(function)
+            if writes:
+                self.grant_key_encrypt_decrypt(function)
+            else:
+                self.grant_key_decrypt(function)
         for name in MODEL_STEPS:
             function = self.by_name[name]
             function.add_to_role_policy(
@@ -340,16 +353,52 @@ class Functions(Construct):
                 )
             )
             if self._settings.provider == "bedrock":
-                function.add_to_role_policy(
-                    iam.PolicyStatement(
-                        actions=["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
-                        resources=[
-                            f"arn:{stack.partition}:bedrock:*::foundation-model/anthropic.*",
-                            f"arn:{stack.partition}:bedrock:{stack.region}:{stack.account}"
-                            ":inference-profile/*",
-                        ],
-                    )
-                )
+                self._grant_bedrock(function)
+
+    def _grant_bedrock(self, function: lambda_.Function) -> None:
+        """InvokeModel on the catalog's models as Bedrock serves them: the inference profile of
+        each model for the stack's region (every geography's when the region is a token), and
+        the foundation model behind it in every region (`bedrock:*::`), since a cross-region
+        profile routes to other regions and a `global.` one to none in particular."""
+        from switchyard.runtime.models_catalog import (
+            BEDROCK_GEOGRAPHIES,
+            ModelCatalog,
+            region_geographies,
+        )
+
+        stack = Stack.of(self)
+        catalog = ModelCatalog().with_overrides(self._settings.model_prices or {})
+        region = stack.region
+        geographies = (
+            BEDROCK_GEOGRAPHIES if Token.is_unresolved(region) else region_geographies(region)
+        )
+        profiles: list[str] = []
+        foundation_models: list[str] = []
+        for model in catalog.models():
+            grant = model.bedrock_grants(geographies)
+            profiles += [p for p in grant.profiles if p not in profiles]
+            foundation_models += [f for f in grant.foundation_models if f not in foundation_models]
+        model_arns = [
+            f"arn:{stack.partition}:bedrock:*::foundation-model/{f}" for f in foundation_models
+        ]
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
+                resources=[
+                    f"arn:{stack.partition}:bedrock:{region}:{stack.account}:inference-profile/{p}"
+                    for p in profiles
+                ]
+                + model_arns,
+            )
+        )
+        for arn in model_arns:
+            acknowledge(
+                function.role or function,
+                f"IAM5[Resource::{arn.replace(stack.partition, '<AWS::Partition>')}]",
+                "a model of the catalog, in any region: Bedrock's cross-region inference "
+                "profiles route a call to the foundation model in another region of their "
+                "geography (global profiles: in none named), and the call needs both allowed",
+            )
 
 
 def _pascal(name: str) -> str:

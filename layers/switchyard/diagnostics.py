@@ -30,6 +30,8 @@ class Code(StrEnum):
     HISTORY_LIMIT = "history_limit"
     SYNC_EDGE = "sync_edge"
     DEFINITION_SIZE = "definition_size"
+    BAD_TIMEOUT = "bad_timeout"
+    PAYLOAD_SIZE = "payload_size"
 
 
 class Severity(StrEnum):

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -171,7 +172,7 @@ def _one_request_at_a_time(handler: DynamoHandler) -> Any:
 
 @contextmanager
 def lambda_environment(
-    monkeypatch: pytest.MonkeyPatch, conninfo: str, example: str
+    monkeypatch: pytest.MonkeyPatch, conninfo: str, example: str, script: Path | None = None
 ) -> Iterator[None]:
     """The functions' environment as the stack sets it, with moto's DynamoDB and S3."""
     monkeypatch.setattr(DynamoHandler, "call_action", _one_request_at_a_time)
@@ -180,7 +181,7 @@ def lambda_environment(
     monkeypatch.setenv(IDEMPOTENCY_TABLE_ENV, IDEMPOTENCY_TABLE)
     monkeypatch.setenv(BUDGET_TABLE_ENV, BUDGET_TABLE)
     monkeypatch.setenv(OUTPUT_BUCKET_ENV, OUTPUT_BUCKET)
-    monkeypatch.setenv(LLM_SCRIPT_ENV, str(script_path(example)))
+    monkeypatch.setenv(LLM_SCRIPT_ENV, str(script or script_path(example)))
     dynamodb = boto3.client("dynamodb", region_name=REGION)
     create_budget_table(dynamodb, BUDGET_TABLE)
     create_idempotency_table(dynamodb, IDEMPOTENCY_TABLE)
@@ -216,18 +217,26 @@ def _drive(sfn: Any, execution: str, run_id: str, gates: GateStore) -> tuple[Any
     raise TimeoutError(f"{execution} did not finish in {DEADLINE_SECONDS} s")
 
 
-def run_on_moto(example: str, conninfo: str, monkeypatch: pytest.MonkeyPatch) -> MotoRun:
+def run_on_moto(
+    example: str,
+    conninfo: str,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    given: dict[str, Any] | None = None,
+    script: Path | None = None,
+) -> MotoRun:
+    """Run `example` with its input and script, or with `given` input and `script`."""
     functions = LambdaFunctions()
     children = [_workflow(name) for name in CHILDREN.get(example, ())]
     with (
         moto_step_functions(functions) as sfn,
-        lambda_environment(monkeypatch, conninfo, example),
+        lambda_environment(monkeypatch, conninfo, example, script),
         ConnectionPool(conninfo, min_size=1, max_size=2, kwargs={"autocommit": True}) as pool,
     ):
         arn = create_machines(sfn, children, _workflow(example))
         run_id = PARENT.format(example)
         execution = sfn.start_execution(
-            stateMachineArn=arn, name=run_id, input=json.dumps(run_input(example))
+            stateMachineArn=arn, name=run_id, input=json.dumps(given or run_input(example))
         )["executionArn"]
         described, decided = _drive(sfn, execution, run_id, GateStore(pool))
         runs = {run_id: example}

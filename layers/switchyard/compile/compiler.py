@@ -26,7 +26,7 @@ from switchyard.compile.steps.sub_workflow import sub_workflow
 from switchyard.compile.steps.task import lambda_step
 from switchyard.compile.steps.unit import LAMBDA_INVOKE, LAMBDA_SERVICE_RETRY, Unit, function
 from switchyard.compile.template_paths import parameters_for, render_task
-from switchyard.contract import FunctionName
+from switchyard.contract import LARGE_OUTPUT_BYTES, FunctionName
 from switchyard.diagnostics import Code, Diagnostic, Severity
 from switchyard.model import (
     AgentStep,
@@ -41,6 +41,7 @@ from switchyard.model import (
     Workflow,
 )
 from switchyard.source import LoadedDocument, format_path
+from switchyard.validate.payload_size import payload_plan
 
 MAX_DEFINITION_BYTES = 1024 * 1024
 """Step Functions' limit on a definition (minified, as CDK deploys it)."""
@@ -82,6 +83,7 @@ class _Compiler:
         self.notes: list[Diagnostic] = []
         self.fallback_only = workflow.fallback_steps()
         self.primary_of = {s.fallback: sid for sid, s in workflow.steps.items() if s.fallback}
+        self.payloads = payload_plan(workflow)
 
     def run(self) -> CompileResult:
         top = Block(self.names)
@@ -194,6 +196,9 @@ class _Compiler:
         workflow = self.workflow
         step = workflow.steps[step_id]
         unit = Unit(workflow, step_id, block)
+        limit = self.payloads.limit(step_id)
+        if limit != LARGE_OUTPUT_BYTES:
+            unit.output_limit = limit
         if extra:
             unit.extra_steps = extra
         on_error = step.on_error or workflow.on_error

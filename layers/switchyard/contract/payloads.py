@@ -58,6 +58,9 @@ class RunContext(Wire):
     """Execution id of the run that started this one as a sub-workflow."""
     enclosing_budgets: list[EnclosingBudget] = Field(default_factory=list)
     """Of a sub-workflow run: the budgets above it, outermost first (see EnclosingBudget)."""
+    output_limit: int | None = None
+    """Of a sub-workflow run: the most bytes its `outputs` may take inline in the parent's state
+    (the rest goes to the output store); unset: `LARGE_OUTPUT_BYTES`."""
 
 
 class ParentLink(Wire):
@@ -75,6 +78,9 @@ class ParentLink(Wire):
     """Inside a map or loop: its `budget`, which all its items' or iterations' runs share."""
     step_budget: BudgetLimits | None = None
     """The `sub_workflow` step's `budget`."""
+    output_limit: int | None = None
+    """The most bytes the child's outputs may take in the parent's state (a map's per-item
+    share, or a workflow's share when many outputs must fit); unset: `LARGE_OUTPUT_BYTES`."""
 
 
 PARENT_LINK_KEY = "switchyard:parent"
@@ -108,6 +114,10 @@ class StepInvocation(Wire):
     """Retries made by an explicit wait loop (linear backoff)."""
     parent_budget: BudgetLimits | None = None
     """Inside a map or loop with a `budget`: that budget, shared by all its items or iterations."""
+    output_limit: int | None = None
+    """The most bytes the output may take inline in the run's state (the rest goes to the output
+    store): set by the compiler where the state's 256 KB must be shared more finely (a map's
+    items, a workflow of many steps); unset: `LARGE_OUTPUT_BYTES`."""
 
     @property
     def attempt(self) -> int:

@@ -1,5 +1,6 @@
 """render: templates that JSONPath cannot express (sub-workflow inputs, map items, outputs),
-rendered against a step's context; a template error leaves as `template`.
+rendered against a step's context; a template error leaves as `template`. The run's `outputs`
+(in a parent's state: a sub-workflow's result) pass through the large-output offload.
 
 Large outputs in the context are read back first, as the step functions do, so templates see the
 values, not the references. Only then does render reach a store (S3 or the run database, from
@@ -13,13 +14,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from switchyard.contract import RenderRequest, RenderResult, StepErrorName
+from switchyard.contract import (
+    LARGE_OUTPUT_BYTES,
+    RenderRequest,
+    RenderResult,
+    RunContext,
+    StepErrorName,
+)
 from switchyard.contract.errors import lambda_error
 from switchyard.contract.helpers import DeadlineRequest, FailureRequest, OutputCheckRequest
 from switchyard.contract.payloads import Wire
 from switchyard.platform import helpers
 from switchyard.runtime.errors import PermanentError, StepError, TemplateRenderError
-from switchyard.runtime.large_outputs import OutputNotFoundError, OutputStore, lazy_resolver
+from switchyard.runtime.large_outputs import (
+    OutputNotFoundError,
+    OutputStore,
+    PostgresOutputStore,
+    S3OutputStore,
+    json_size,
+    lazy_resolver,
+    offload,
+)
 from switchyard.runtime.rendering import Resolver, render, template_context
 
 
@@ -55,7 +70,23 @@ def handle(event: dict[str, Any]) -> dict[str, Any]:
             f"{_location(request)}: a large output could not be read: {exc.args[0]}"
         )
         raise failure.as_lambda_exception() from None
+    if request.step_id is None:  # the run's outputs: in a parent's state, a sub-workflow's result
+        result = RenderResult(value=bounded_outputs(result.value, request.context.run))
     return result.model_dump(mode="json")
+
+
+def bounded_outputs(value: Any, run: RunContext) -> Any:
+    """The run's outputs with their largest parts moved to the output store until they fit the
+    run's `output_limit` (a sub-workflow's share of its parent's state; else
+    `LARGE_OUTPUT_BYTES`), as a step's output is. Without a store they stay as they are."""
+    limit = run.output_limit or LARGE_OUTPUT_BYTES
+    if json_size(value) <= limit:
+        return value
+    stores = _output_stores()
+    store = stores.get(S3OutputStore.name) or stores.get(PostgresOutputStore.name)
+    if store is None:
+        return value
+    return offload(value, store, f"{run.id}/outputs", limit=limit)
 
 
 def _location(request: RenderRequest) -> str:

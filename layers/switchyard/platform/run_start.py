@@ -115,7 +115,7 @@ def start_run(request: RunStartRequest) -> RunStartResult:
     inputs = check_inputs(request.inputs_schema, request.input)
     given = request.input if isinstance(request.input, dict) else {}
     parent = given.get(PARENT_KEY)
-    link = given.get(PARENT_LINK_KEY)
+    link = _parent_link(given[PARENT_LINK_KEY]) if given.get(PARENT_LINK_KEY) else None
     run = RunContext(
         id=request.execution_name,
         workflow=request.workflow.name,
@@ -123,7 +123,8 @@ def start_run(request: RunStartRequest) -> RunStartResult:
         started_at=request.start_time,
         tenant=request.workflow.tenant,
         parent=parent if isinstance(parent, str) else None,
-        enclosing_budgets=enclosing_budgets(_parent_link(link)) if link else [],
+        enclosing_budgets=enclosing_budgets(link) if link else [],
+        output_limit=link.output_limit if link else None,
     )
     return RunStartResult(inputs=inputs, run=run)
 

@@ -12,12 +12,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import psycopg
 from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from switchyard.constants import Metric, MetricDimension
 from switchyard.contract import StepInvocation, StepResult
+from switchyard.runtime.database import transient_database_error
 from switchyard.runtime.errors import Spend, StepError
 from switchyard.runtime.instruments import instruments
 from switchyard.runtime.services import StepServices
@@ -28,8 +30,6 @@ Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 def step_handler(function: str, run: StepRunner) -> Handler:
     """The Lambda handler of `functions/<function>`, running steps with `run`."""
-    from switchyard.runtime.wiring import step_services  # reads the environment when first called
-
     logger, metrics, tracer = instruments(function)
 
     @tracer.capture_lambda_handler(capture_response=False)
@@ -41,7 +41,7 @@ def step_handler(function: str, run: StepRunner) -> Handler:
         result: StepResult | None = None
         spent: Spend | None = None
         try:
-            result = run(invocation, step_services(), context)
+            result = run_step(run, invocation, context)
             spent = Spend(result.cost_usd, result.usage) if result.usage is not None else None
         except StepError as error:
             spent = error.spent
@@ -54,6 +54,18 @@ def step_handler(function: str, run: StepRunner) -> Handler:
 
     decorated: Handler = handler  # Powertools' decorators are untyped
     return decorated
+
+
+def run_step(run: StepRunner, invocation: StepInvocation, context: Any) -> StepResult:
+    """`run` with the process's services; a database that failed under it (unreachable, a
+    connection lost, the pool busy past its timeout) is `transient`, which the compiled `Retry`
+    waits out, not a failure for good."""
+    from switchyard.runtime.wiring import step_services
+
+    try:
+        return run(invocation, step_services(), context)
+    except psycopg.OperationalError as exc:
+        raise transient_database_error(exc, where=f"step {invocation.step_id}") from exc
 
 
 def publish_metrics(

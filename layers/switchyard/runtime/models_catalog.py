@@ -1,4 +1,4 @@
-"""The model catalog: Claude models, their prices and their Bedrock ids.
+"""The model catalog: Claude models, their prices, their Bedrock ids and inference profiles.
 
 Every agent and router step records tokens and USD cost; the cost comes from here. Prices are USD
 per million tokens, as Anthropic publishes them (cache reads cost 0.1x input, 5-minute cache
@@ -6,7 +6,8 @@ writes 1.25x input). They change: point `SWITCHYARD_MODEL_PRICES` at a JSON or Y
 override or add models without a release:
 
     claude-sonnet-4-5: {input: 3, output: 15, cache_read: 0.3, cache_write: 3.75}
-    my-new-model:      {input: 2, output: 8, bedrock_id: "anthropic.my-new-model-v1:0"}
+    my-new-model:      {input: 2, output: 8, bedrock_id: "anthropic.my-new-model-v1:0",
+                        bedrock_profiles: [us, eu, global]}
 
 Money is `Decimal` here and integer micro-dollars in budgets, never floats.
 """
@@ -30,14 +31,56 @@ from switchyard.runtime.settings import MODEL_PRICES_ENV
 
 MILLION = Decimal(1_000_000)
 
+BEDROCK_GEOGRAPHIES = ("us", "us-gov", "eu", "apac", "jp", "au", "global")
+"""Prefixes of Bedrock's cross-region (system-defined) inference profiles: `us.anthropic...`."""
+
+BEDROCK_PROFILES_DOC = (
+    "https://docs.aws.amazon.com/bedrock/latest/userguide/inference-profiles-support.html"
+)
+
+
+def region_geographies(region: str) -> tuple[str, ...]:
+    """The inference-profile geographies a request from `region` may use, best first (the
+    narrowest that keeps the data near; `global` routes to any commercial region)."""
+    if region.startswith("us-gov-"):
+        return ("us-gov",)
+    if region.startswith("us-"):
+        return ("us", "global")
+    if region.startswith("eu-"):
+        return ("eu", "global")
+    if region in ("ap-northeast-1", "ap-northeast-3"):
+        return ("jp", "apac", "global")
+    if region in ("ap-southeast-2", "ap-southeast-4"):
+        return ("au", "apac", "global")
+    if region.startswith("ap-"):
+        return ("apac", "global")
+    return ("global",)
+
+
+def _profile_prefix(bedrock_id: str) -> str | None:
+    prefix, dot, _ = bedrock_id.partition(".")
+    return prefix if dot and prefix in BEDROCK_GEOGRAPHIES else None
+
 
 class UnknownModelError(PermanentError):
     """A model id the catalog has no price for."""
 
 
 @dataclass(frozen=True, slots=True)
+class BedrockGrant:
+    """Ids IAM must allow `bedrock:InvokeModel*` on for one model: its inference profiles (in
+    the calling region) and the foundation model behind them (in every region a profile routes
+    to, which for `global.` profiles is no region at all)."""
+
+    profiles: tuple[str, ...]
+    foundation_models: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ModelInfo:
-    """One model: USD per million tokens, and the id Bedrock knows it by."""
+    """One model: USD per million tokens, the id Bedrock knows it by, and the geographies
+    whose cross-region inference profile serves it (Claude 4.x on Bedrock is invoked only
+    through one: `us.anthropic.claude-sonnet-4-5-20250929-v1:0`)."""
 
     id: str
     input: Decimal
@@ -46,6 +89,38 @@ class ModelInfo:
     cache_write: Decimal
     bedrock_id: str | None = None
     aliases: tuple[str, ...] = field(default=())
+    bedrock_profiles: tuple[str, ...] = field(default=())
+    """Geographies with a profile for this model; empty: invoke the foundation model itself."""
+
+    def bedrock_model_id(self, region: str) -> str:
+        """What to send Bedrock from `region`: the inference profile of the first of the
+        region's geographies that serves this model, else the foundation model's id (a model
+        without profiles, or a `bedrock_id` that already names a profile)."""
+        if not self.bedrock_id:
+            raise UnknownModelError(f"model {self.id!r} has no bedrock_id in the model catalog")
+        if not self.bedrock_profiles or _profile_prefix(self.bedrock_id):
+            return self.bedrock_id
+        for geography in region_geographies(region):
+            if geography in self.bedrock_profiles:
+                return f"{geography}.{self.bedrock_id}"
+        raise UnknownModelError(
+            f"model {self.id!r} has no Bedrock inference profile that {region} may use (it has: "
+            f"{', '.join(self.bedrock_profiles)}; see {BEDROCK_PROFILES_DOC}). Deploy in a "
+            f"region of one of those, or set its bedrock_id to a profile in {MODEL_PRICES_ENV}"
+        )
+
+    def bedrock_grants(self, geographies: tuple[str, ...] = BEDROCK_GEOGRAPHIES) -> BedrockGrant:
+        """What a role must be allowed to invoke this model on Bedrock through a profile of one
+        of `geographies` (all of them when the region is not known at synth)."""
+        if not self.bedrock_id:
+            return BedrockGrant((), ())
+        prefix = _profile_prefix(self.bedrock_id)
+        if prefix is not None:
+            return BedrockGrant((self.bedrock_id,), (self.bedrock_id.split(".", 1)[1],))
+        profiles = tuple(
+            f"{g}.{self.bedrock_id}" for g in self.bedrock_profiles if g in geographies
+        )
+        return BedrockGrant(profiles, (self.bedrock_id,))
 
     def cost(
         self,
@@ -70,6 +145,7 @@ def _model(
     output_price: str,
     bedrock_id: str,
     *aliases: str,
+    profiles: tuple[str, ...],
 ) -> ModelInfo:
     base = Decimal(input_price)
     return ModelInfo(
@@ -80,6 +156,7 @@ def _model(
         cache_write=base * Decimal("1.25"),
         bedrock_id=bedrock_id,
         aliases=aliases,
+        bedrock_profiles=profiles,
     )
 
 
@@ -90,6 +167,7 @@ DEFAULT_MODELS: tuple[ModelInfo, ...] = (
         "5",
         "anthropic.claude-haiku-4-5-20251001-v1:0",
         "claude-haiku-4-5-20251001",
+        profiles=("us", "eu", "jp", "au", "global"),
     ),
     _model(
         "claude-sonnet-4-5",
@@ -97,6 +175,7 @@ DEFAULT_MODELS: tuple[ModelInfo, ...] = (
         "15",
         "anthropic.claude-sonnet-4-5-20250929-v1:0",
         "claude-sonnet-4-5-20250929",
+        profiles=("us", "eu", "jp", "au", "global"),
     ),
     _model(
         "claude-opus-4-5",
@@ -104,6 +183,7 @@ DEFAULT_MODELS: tuple[ModelInfo, ...] = (
         "25",
         "anthropic.claude-opus-4-5-20251101-v1:0",
         "claude-opus-4-5-20251101",
+        profiles=("us", "eu", "global"),
     ),
     _model(
         "claude-opus-4-1",
@@ -111,6 +191,7 @@ DEFAULT_MODELS: tuple[ModelInfo, ...] = (
         "75",
         "anthropic.claude-opus-4-1-20250805-v1:0",
         "claude-opus-4-1-20250805",
+        profiles=("us",),
     ),
     _model(
         "claude-opus-4-20250514",
@@ -118,6 +199,7 @@ DEFAULT_MODELS: tuple[ModelInfo, ...] = (
         "75",
         "anthropic.claude-opus-4-20250514-v1:0",
         "claude-opus-4-0",
+        profiles=("us",),
     ),
     _model(
         "claude-sonnet-4-20250514",
@@ -125,6 +207,7 @@ DEFAULT_MODELS: tuple[ModelInfo, ...] = (
         "15",
         "anthropic.claude-sonnet-4-20250514-v1:0",
         "claude-sonnet-4-0",
+        profiles=("us", "eu", "apac", "global"),
     ),
     _model(
         "claude-3-7-sonnet-20250219",
@@ -132,6 +215,7 @@ DEFAULT_MODELS: tuple[ModelInfo, ...] = (
         "15",
         "anthropic.claude-3-7-sonnet-20250219-v1:0",
         "claude-3-7-sonnet-latest",
+        profiles=("us", "eu", "apac"),
     ),
     _model(
         "claude-3-5-haiku-20241022",
@@ -139,6 +223,7 @@ DEFAULT_MODELS: tuple[ModelInfo, ...] = (
         "4",
         "anthropic.claude-3-5-haiku-20241022-v1:0",
         "claude-3-5-haiku-latest",
+        profiles=("us",),
     ),
 )
 
@@ -170,6 +255,10 @@ class ModelCatalog:
 
     def ids(self) -> list[str]:
         return sorted({m.id for m in self._models.values()})
+
+    def models(self) -> list[ModelInfo]:
+        """Every model once (aliases not repeated), by id."""
+        return sorted({m.id: m for m in self._models.values()}.values(), key=lambda m: m.id)
 
     def with_overrides(self, overrides: Mapping[str, Mapping[str, Any]]) -> ModelCatalog:
         """A catalog with prices changed or models added from `{id: {input, output, ...}}`."""
@@ -224,9 +313,19 @@ def _entry_to_model(model_id: str, entry: Mapping[str, Any], base: ModelInfo | N
         changes["cache_write"] = changes["input"] * Decimal("1.25")
     if "bedrock_id" in entry:
         changes["bedrock_id"] = entry["bedrock_id"]
+    if "bedrock_profiles" in entry:
+        changes["bedrock_profiles"] = _profiles(entry["bedrock_profiles"], model_id)
     if "aliases" in entry:
         changes["aliases"] = tuple(entry["aliases"])
     return replace(base, **changes)
+
+
+def _profiles(value: Any, model_id: str) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple) or not all(v in BEDROCK_GEOGRAPHIES for v in value):
+        raise ValueError(
+            f"bedrock_profiles of {model_id!r} must list some of {', '.join(BEDROCK_GEOGRAPHIES)}"
+        )
+    return tuple(value)
 
 
 def load_catalog(path: str | os.PathLike[str] | None = None) -> ModelCatalog:

@@ -13,7 +13,14 @@ from typing import Any
 
 import jsonschema_rs
 
-from switchyard.contract import EnclosingBudget, StepInvocation, StepResult, Usage, loop_output
+from switchyard.contract import (
+    LARGE_OUTPUT_BYTES,
+    EnclosingBudget,
+    StepInvocation,
+    StepResult,
+    Usage,
+    loop_output,
+)
 from switchyard.model import parse_duration
 from switchyard.runtime.clock import Deadline
 from switchyard.runtime.errors import InvalidOutputError
@@ -117,7 +124,8 @@ def finish(
     output = json.loads(json.dumps(output, default=str))
     if services.output_store is not None:
         prefix = f"{invocation.context.run.id}/{invocation.idempotency_key.replace(':', '/')}"
-        output = offload(output, services.output_store, prefix)
+        limit = invocation.output_limit or LARGE_OUTPUT_BYTES
+        output = offload(output, services.output_store, prefix, limit=limit)
     scope = invocation.context.scope or {}
     return StepResult(
         output=output,

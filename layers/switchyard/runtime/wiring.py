@@ -92,13 +92,14 @@ def database_conninfo(environ: dict[str, str] | None = None, *, secrets: Any = N
 
 @BuiltOnce
 def database_pool() -> ConnectionPool | None:
-    conninfo = database_conninfo()
-    if conninfo is None:
+    """The process's pool: connections checked before use, a rotated secret re-read on a
+    refused login (`switchyard.runtime.database`)."""
+    from switchyard.runtime.database import DatabaseLogin, login_pool
+
+    login = DatabaseLogin.from_environment()
+    if login is None:
         return None
-    size = int(os.environ.get(POOL_SIZE_ENV) or DEFAULT_POOL_SIZE)
-    return ConnectionPool(
-        conninfo, min_size=1, max_size=size, open=True, kwargs={"autocommit": True}
-    )
+    return login_pool(login, max_size=int(os.environ.get(POOL_SIZE_ENV) or DEFAULT_POOL_SIZE))
 
 
 @BuiltOnce

@@ -17,9 +17,11 @@ from switchyard.validate.dag_rules import (
     check_routers,
 )
 from switchyard.validate.graph import Upstream
+from switchyard.validate.payload_size import check_payload_size
 from switchyard.validate.references import ReferenceChecker
 from switchyard.validate.step_rules import StepRules
 from switchyard.validate.structure import check_structure
+from switchyard.validate.timeouts import check_gate_timeouts
 
 
 @dataclass
@@ -68,6 +70,8 @@ def validate_document(
         check_cycles_and_reachability(checks)
         check_fallbacks(checks)
         check_routers(checks)
+        check_gate_timeouts(checks)
+        check_payload_size(checks)
         upstream = _upstream(checks)
         StepRules(checks, ReferenceChecker(checks, upstream), catalog).run()
         diagnostics += checks.diagnostics

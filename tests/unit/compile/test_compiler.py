@@ -121,7 +121,7 @@ def test_the_machine_names_the_workflow_and_its_version() -> None:
     definition = compile_workflow(workflow).definition
     assert definition["Comment"].startswith("switchyard workflow customer-support version 1")
     assert definition["QueryLanguage"] == "JSONPath"
-    assert definition["TimeoutSeconds"] == 600  # budget.max_duration: 10m
+    assert definition["TimeoutSeconds"] == 8 * 3600  # budget.max_duration: 8h
 
 
 def test_committed_state_machines_are_current(capsys: pytest.CaptureFixture[str]) -> None:
@@ -165,9 +165,15 @@ version: 1
 inputs: {docs: {type: array, maxItems: 2000}}
 defaults: {model: m}
 steps:
-  each: {type: map, items: "{{ inputs.docs }}", step: {type: agent, prompt: "{{ item }}"}}
+  each:
+    type: map
+    items: "{{ inputs.docs }}"
+    step:
+      type: agent
+      prompt: "{{ item }}"
+      output_schema: {enum: [spam, ham]}
 """
-    result = validate_text(text)
+    result = validate_text(text)  # 2,000 outputs of an enum fit the state (payload_size)
     assert result.workflow is not None
     (warning,) = compile_workflow(result.workflow).notes
     assert warning.code is Code.HISTORY_LIMIT and warning.severity is Severity.WARNING

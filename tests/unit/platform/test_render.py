@@ -83,7 +83,9 @@ def test_a_maps_items_and_a_sub_workflows_input_see_the_values(store: OutputStor
     assert OUTPUT_REF_KEY in json.dumps(record)
     context = {"inputs": {}, "run": RUN, "steps": {"split": record}}
 
-    items = handle({"templates": "{{ steps.split.output.parts }}", "context": context})
+    items = handle(
+        {"step_id": "each", "templates": "{{ steps.split.output.parts }}", "context": context}
+    )
     assert items == {"value": parts}
 
     child_input = handle(
@@ -152,3 +154,30 @@ def test_a_template_error_reads_as_a_plain_message_naming_where_it_is(
         f"{location}: template '{{{{ 10 // inputs.zero }}}}' failed: "
         "integer division or modulo by zero"
     )
+
+
+def test_outputs_over_the_runs_share_of_its_parents_state_go_to_the_store(
+    store: OutputStore,
+) -> None:
+    """A sub-workflow's outputs are its result in the parent's state: a map of 200 children
+    gives each a share, which the run carries as `output_limit`."""
+    summary = "A renewal whose prices rise each year without cap. " * 20
+    event = {
+        "templates": {"id": "{{ inputs.id }}", "summary": "{{ inputs.summary }}"},
+        "context": {
+            "inputs": {"id": "SUP-7", "summary": summary},
+            "run": {**RUN, "output_limit": 600},
+        },
+    }
+    value = handle(event)["value"]
+    assert len(json.dumps(value, separators=(",", ":"))) <= 600
+    assert value["id"] == "SUP-7" and OUTPUT_REF_KEY in value["summary"]
+    key = value["summary"][OUTPUT_REF_KEY]["key"]
+    assert key.startswith("run-1/outputs/")
+    assert json.loads(store.get(key)) == summary
+
+
+def test_outputs_within_the_limit_stay_inline_and_reach_no_store(no_stores: None) -> None:
+    event = {"templates": {"id": "{{ inputs.id }}"}, "context": {"inputs": {"id": "x"}, "run": RUN}}
+    assert handle(event) == {"value": {"id": "x"}}
+    assert not wiring.output_stores.built

@@ -86,3 +86,10 @@ def test_a_child_run_of_a_map_spends_from_the_maps_budget() -> None:
         ("run", "parent-run", None),
         ("step", "parent-run:summarize_each", 0.5),  # the map's: no item, shared by all
     ]
+
+
+def test_a_child_run_keeps_its_outputs_share_of_the_parents_state() -> None:
+    link = {"run": parent_run(), "step": "summarize_each", "item": ":3", "output_limit": 573}
+    assert start_run(request({"document": {}, PARENT_LINK_KEY: link})).run.output_limit == 573
+    plain = {"run": parent_run(), "step": "summarize_each"}
+    assert start_run(request({"document": {}, PARENT_LINK_KEY: plain})).run.output_limit is None

@@ -83,3 +83,21 @@ def test_a_scalar_output_too_large_is_replaced_whole(store: OutputStore) -> None
 def test_same_output_gives_the_same_key(store: OutputStore) -> None:
     output = {"text": "q" * 40_000}
     assert offload(output, store, "k") == offload(output, store, "k")
+
+
+def test_a_step_result_keeps_at_most_its_compiled_output_limit_inline() -> None:
+    """Inside a map of 200 items the compiler gives each item's output a share of the state."""
+    from switchyard.runtime.large_outputs import InMemoryOutputStore, json_size
+    from switchyard.runtime.services import StepServices
+    from switchyard.runtime.step_io import finish
+    from tests.unit.runtime.helpers import invocation
+
+    output = {"id": "SUP-1", "summary": "uncapped price escalation " * 40, "risk": "high"}
+    services = StepServices(output_store=InMemoryOutputStore())
+    step = {"type": "tool", "tool": "http.request", "args": {"url": "https://x"}}
+    given = invocation("each", step, scope={"item": {}, "index": 3})
+    assert finish(given, services, output).output == output  # 1 KB: under 32 KiB
+    limited = given.model_copy(update={"output_limit": 600})
+    result = finish(limited, services, output).output
+    assert json_size(result) <= 600
+    assert result["id"] == "SUP-1" and OUTPUT_REF_KEY in result["summary"]

@@ -71,6 +71,8 @@ def test_prices_file_overrides_and_adds(tmp_path: Path, monkeypatch: pytest.Monk
     assert catalog.get("claude-haiku-4-5").input == Decimal(2)
     assert catalog.get("claude-haiku-4-5").cache_read == Decimal("0.2")
     assert catalog.get("my-model").bedrock_id == "anthropic.my-model-v1:0"
+    assert catalog.get("my-model").bedrock_model_id("us-east-1") == "anthropic.my-model-v1:0"
+
     assert catalog.get("claude-opus-4-5").input == Decimal(5)
 
     json_file = tmp_path / "prices.json"
@@ -83,3 +85,20 @@ def test_micros_round_up() -> None:
     assert to_micros(Decimal("0.0000001")) == 1
     assert to_micros(Decimal("1.00")) == 1_000_000
     assert to_micros("0.1") == 100_000
+
+
+def test_profiles_and_profile_ids_can_be_set_in_the_prices_file() -> None:
+    catalog = ModelCatalog().with_overrides(
+        {
+            "my-model": {"input": 1, "output": 2, "bedrock_id": "anthropic.m-v1:0"},
+            "claude-opus-4-1": {"bedrock_profiles": ["us", "eu"]},
+            "claude-sonnet-4-5": {"bedrock_id": "global.anthropic.claude-sonnet-4-5-v9:0"},
+        }
+    )
+    assert catalog.get("my-model").bedrock_model_id("eu-west-1") == "anthropic.m-v1:0"
+    assert catalog.get("claude-opus-4-1").bedrock_model_id("eu-west-1").startswith("eu.")
+    assert catalog.get("claude-sonnet-4-5").bedrock_model_id("us-east-1") == (
+        "global.anthropic.claude-sonnet-4-5-v9:0"
+    )
+    with pytest.raises(ValueError, match="bedrock_profiles"):
+        ModelCatalog().with_overrides({"claude-opus-4-1": {"bedrock_profiles": ["mars"]}})

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from switchyard.constants import DATABASE_URL_ENV
-from switchyard.runtime import wiring
+from switchyard.runtime import database, wiring
 
 
 @pytest.fixture
@@ -18,14 +18,14 @@ def fresh_wiring(pg_conninfo: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     """Wiring from a clean slate on the test database; the pools it builds, counted."""
     built: list[Any] = []
 
-    class CountedPool(wiring.ConnectionPool):
+    class CountedPool(database.ConnectionPool):  # type: ignore[type-arg]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             built.append(self)
             time.sleep(0.05)  # a slow connect: the other threads' first calls arrive meanwhile
             super().__init__(*args, **kwargs)
 
     monkeypatch.setenv(DATABASE_URL_ENV, pg_conninfo)
-    monkeypatch.setattr(wiring, "ConnectionPool", CountedPool)
+    monkeypatch.setattr(database, "ConnectionPool", CountedPool)
     wiring.step_services.cache_clear()
     wiring.database_pool.cache_clear()
     try:

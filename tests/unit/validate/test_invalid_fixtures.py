@@ -41,7 +41,7 @@ def test_every_error_code_has_a_fixture() -> None:
         Code.PARSE, Code.SCHEMA, Code.UNKNOWN_STEP, Code.CYCLE, Code.UNREACHABLE,
         Code.DUPLICATE_ID, Code.TYPE_MISMATCH, Code.BAD_CONDITION, Code.BAD_TEMPLATE,
         Code.BAD_ROUTE, Code.BAD_FALLBACK, Code.UNKNOWN_TOOL, Code.UNKNOWN_WORKFLOW,
-        Code.BAD_DURATION,
+        Code.BAD_DURATION, Code.BAD_TIMEOUT,
     }  # fmt: skip
     assert {str(c) for c in required} <= covered
 

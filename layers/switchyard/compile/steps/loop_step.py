@@ -33,6 +33,7 @@ def loop_step(
 ) -> Fragment:
     block = unit.block
     inner = Unit(unit.workflow, unit.step_id, block, scope=True, record_path=LOOP_RESULT)
+    inner.output_limit = unit.output_limit
     inner.extra_steps = set(step.after)
     body = step.step
     if isinstance(body, SubWorkflowBody):

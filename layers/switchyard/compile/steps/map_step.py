@@ -36,6 +36,7 @@ def map_step(
     }
     inner_block = block.child()
     inner = Unit(unit.workflow, unit.step_id, inner_block, scope=True, record_path=ITEM_RESULT)
+    inner.output_limit = unit.output_limit  # each item's share of the list in the state
     inner.extra_steps = set(step.after)
     body = step.step
     if isinstance(body, SubWorkflowBody):

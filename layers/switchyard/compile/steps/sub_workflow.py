@@ -73,6 +73,8 @@ def parent_link(unit: Unit, body: SubWorkflowBody) -> dict[str, Any]:
         limits = _limits(budget)
         if limits:
             link[key] = limits
+    if unit.output_limit is not None:  # the child's outputs' share of this state
+        link["output_limit"] = unit.output_limit
     return link
 
 

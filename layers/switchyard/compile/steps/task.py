@@ -72,6 +72,8 @@ def invocation(unit: Unit, body: Body, *, loop_retries: bool) -> State:
     }
     if loop_retries:
         payload["loop_retries.$"] = f"{unit.record_path}.retries"
+    if unit.output_limit is not None:
+        payload["output_limit"] = unit.output_limit
     parent_budget = getattr(parent, "budget", None)
     if parent_budget is not None:  # a map's or loop's budget, shared by its items or iterations
         payload["parent_budget"] = parent_budget.model_dump(mode="json", exclude_none=True)

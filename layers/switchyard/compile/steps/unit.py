@@ -54,6 +54,9 @@ class Unit:
     """Where the step's record is written; default `$.steps.<id>`."""
     extra_steps: set[str] = field(default_factory=set)
     """Steps the payload must carry besides those the templates read (e.g. `after`)."""
+    output_limit: int | None = None
+    """The most bytes the step's output (a map's: each item's) may keep in the state, when the
+    256 KB must be shared more finely than `LARGE_OUTPUT_BYTES` each (validate/payload_size)."""
 
     def __post_init__(self) -> None:
         if not self.record_path:

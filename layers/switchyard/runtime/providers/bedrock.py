@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
 import anthropic
 
-from switchyard.runtime.models_catalog import ModelCatalog, UnknownModelError, default_catalog
+from switchyard.runtime.models_catalog import ModelCatalog, default_catalog
 from switchyard.runtime.providers.base import ModelRequest, ModelResponse
 from switchyard.runtime.providers.messages_api import create_message
 
 
 class BedrockProvider:
-    """Model ids map to Bedrock ids through the catalog (`bedrock_id`)."""
+    """Model ids map to what Bedrock serves through the catalog: the inference profile for the
+    provider's region (`us.anthropic.claude-sonnet-4-5-...` from us-east-1)."""
 
     name = "bedrock"
 
@@ -43,7 +45,7 @@ class BedrockProvider:
             if self._client is None:
                 access, secret, token = self._credentials
                 self._client = anthropic.AnthropicBedrock(
-                    aws_region=self._region,
+                    aws_region=self.region,
                     aws_access_key=access,
                     aws_secret_key=secret,
                     aws_session_token=token,
@@ -53,14 +55,24 @@ class BedrockProvider:
                 )
             return self._client
 
+    @property
+    def region(self) -> str:
+        """The region calls go to: the one given, else `AWS_REGION` (Lambda sets it), else
+        `AWS_DEFAULT_REGION`, else us-east-1 (as `AnthropicBedrock` does)."""
+        return (
+            self._region
+            or os.environ.get("AWS_REGION")
+            or os.environ.get("AWS_DEFAULT_REGION")
+            or "us-east-1"
+        )
+
     def bedrock_id(self, model: str) -> str:
-        """The Bedrock id of a catalog model; ids that already look like Bedrock's pass."""
+        """What Bedrock is asked for: a catalog model's inference profile for this region (or
+        its foundation model id when it has no profile); ids that already look like Bedrock's
+        pass."""
         catalog = self._catalog or default_catalog()
         if model in catalog:
-            info = catalog.get(model)
-            if info.bedrock_id:
-                return info.bedrock_id
-            raise UnknownModelError(f"model {model!r} has no bedrock_id in the model catalog")
+            return catalog.get(model).bedrock_model_id(self.region)
         if "anthropic." in model:
             return model
         catalog.get(model)  # raises UnknownModelError with the list of known models

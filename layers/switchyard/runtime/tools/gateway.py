@@ -30,12 +30,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jsonschema_rs
+import psycopg
 
 from switchyard.conditions import ConditionError
 from switchyard.conditions.evaluate import evaluate
 from switchyard.contract import HumanRequest, RunContext
 from switchyard.model import SideEffect
 from switchyard.runtime.clock import Deadline
+from switchyard.runtime.database import transient_database_error
 from switchyard.runtime.errors import (
     HumanRequiredError,
     PermanentError,
@@ -134,6 +136,10 @@ class ToolGateway:
         except StepError as error:
             self._audit(scope, request, call_id, args, _outcome(error), started, error)
             raise
+        except psycopg.OperationalError as exc:  # a store of the gateway's: try again later
+            lost = transient_database_error(exc, where=request.tool)
+            self._audit(scope, request, call_id, args, _outcome(lost), started, lost)
+            raise lost from exc
         except Exception as exc:  # a bug in a tool must still be audited and leave as permanent
             failure = PermanentError(f"{request.tool}: {type(exc).__name__}: {exc}")
             self._audit(scope, request, call_id, args, "error", started, failure)

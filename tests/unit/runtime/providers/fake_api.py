@@ -114,10 +114,11 @@ class FakeClaude:
 
 
 BEDROCK_IDS = {
-    "claude-haiku-4-5": "anthropic.claude-haiku-4-5-20251001-v1:0",
-    "claude-sonnet-4-5": "anthropic.claude-sonnet-4-5-20250929-v1:0",
-    "claude-opus-4-5": "anthropic.claude-opus-4-5-20251101-v1:0",
+    "claude-haiku-4-5": "us.anthropic.claude-haiku-4-5-20251001-v1:0",
+    "claude-sonnet-4-5": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+    "claude-opus-4-5": "us.anthropic.claude-opus-4-5-20251101-v1:0",
 }
+"""From us-east-1, Claude 4.x is invoked through the `us.` inference profile."""
 
 
 def wire_model(kind: str, model: str) -> str:

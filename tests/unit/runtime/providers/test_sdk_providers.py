@@ -251,8 +251,37 @@ def test_bedrock_refuses_a_model_it_cannot_name() -> None:
     with pytest.raises(PermanentError, match="no price"):
         BedrockProvider(region="us-east-1").bedrock_id("gpt-4")
     assert BedrockProvider(region="us-east-1").bedrock_id("claude-opus-4-5") == (
-        "anthropic.claude-opus-4-5-20251101-v1:0"
+        "us.anthropic.claude-opus-4-5-20251101-v1:0"
     )
+
+
+@pytest.mark.parametrize(
+    ("region", "model", "expected"),
+    [
+        ("us-west-2", "claude-sonnet-4-5", "us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+        ("eu-central-1", "claude-sonnet-4-5", "eu.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+        ("ap-northeast-1", "claude-haiku-4-5", "jp.anthropic.claude-haiku-4-5-20251001-v1:0"),
+        ("ap-southeast-2", "claude-sonnet-4-5", "au.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+        ("ap-south-1", "claude-sonnet-4-20250514", "apac.anthropic.claude-sonnet-4-20250514-v1:0"),
+        ("ap-south-1", "claude-opus-4-5", "global.anthropic.claude-opus-4-5-20251101-v1:0"),
+        ("sa-east-1", "claude-sonnet-4-5", "global.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+        ("us-east-1", "anthropic.claude-v2", "anthropic.claude-v2"),
+    ],
+)
+def test_bedrock_invokes_the_inference_profile_of_its_region(
+    region: str, model: str, expected: str
+) -> None:
+    assert BedrockProvider(region=region).bedrock_id(model) == expected
+
+
+def test_bedrock_region_comes_from_lambdas_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    assert BedrockProvider().bedrock_id("claude-haiku-4-5").startswith("eu.")
+
+
+def test_a_model_without_a_profile_for_the_region_says_which_it_has() -> None:
+    with pytest.raises(PermanentError, match=r"us.*inference-profiles-support"):
+        BedrockProvider(region="eu-west-1").bedrock_id("claude-opus-4-1")
 
 
 def test_a_process_builds_one_anthropic_client_and_reads_its_key_once(

@@ -243,3 +243,23 @@ def test_a_call_waiting_for_approval_shows_its_arguments_redacted_and_runs_with_
     assert gw.call(request, s) == {"charged": runs_with["amount"], "order_id": "A9"}
     assert KEYS_USED[before:] == [runs_with["api_key"]]
     assert all("sk-" not in str(r.arguments) for r in stores.audit.for_run(s.run.id))
+
+
+def test_a_database_failing_under_the_gateway_is_transient_and_audited(
+    pg_conninfo: str,
+) -> None:
+    """The decisions store's pool is gone (PoolClosed, an OperationalError): the call leaves as
+    `transient`, which the compiled Retry waits out, not as a tool bug's `permanent`."""
+    from psycopg_pool import ConnectionPool
+
+    closed = ConnectionPool(pg_conninfo, min_size=1, open=True)
+    closed.close()
+    audit = InMemoryAuditLog()
+    stores = GatewayStores(audit, InMemoryToolCallLedger(), PostgresDecisionStore(closed))
+    s = scope({"lookup"})
+    with pytest.raises(Exception) as raised:
+        gateway(stores).call(ToolRequest("lookup", {"order_id": "A1"}, "0.0"), s)
+    assert getattr(raised.value, "name", None) == StepErrorName.TRANSIENT
+    assert "the database failed (PoolClosed)" in str(raised.value)
+    [record] = audit.for_run(s.run.id)
+    assert record.outcome == "error"
