@@ -13,9 +13,39 @@ from switchyard.compile.choice import choice_rule, negate
 from switchyard.compile.fragments import Exit, Fragment, State
 from switchyard.compile.steps.unit import Unit
 from switchyard.conditions import parse_condition
-from switchyard.model import LlmRouter, RuleRouter, ScoreRouter
+from switchyard.model import LlmRouter, OnError, RuleRouter, ScoreRouter, Workflow
 
 Rule = dict[str, Any]
+
+
+def may_be_dead(workflow: Workflow, step_id: str, _seen: frozenset[str] = frozenset()) -> bool:
+    """Whether a dependent of `step_id` can find it not alive while the run goes on.
+
+    It cannot when the step always runs (no `when`, and some dependency of it is surely alive)
+    and either ends completed or stops the run: it is no router (a router is alive only for the
+    route it chose), and a failure with `on_error: fail` fails the run while `pause` runs the
+    step again. `continue` leaves it failed, and a fallback may itself be dead."""
+    if step_id in _seen:  # pragma: no cover - the validator refuses cycles
+        return True
+    step = workflow.steps[step_id]
+    if isinstance(step, RuleRouter | ScoreRouter | LlmRouter):
+        return True
+    if may_be_skipped(workflow, step_id, _seen | {step_id}):
+        return True
+    if (step.on_error or workflow.on_error) is OnError.CONTINUE:
+        return True
+    if step.fallback is not None:
+        return may_be_dead(workflow, step.fallback, _seen | {step_id})
+    return False
+
+
+def may_be_skipped(workflow: Workflow, step_id: str, _seen: frozenset[str] = frozenset()) -> bool:
+    """Whether the step needs a check before it: it has a `when`, or every dependency of it
+    may be dead (one surely alive dependency is enough for it to run)."""
+    step = workflow.steps[step_id]
+    if step.when is not None:
+        return True
+    return bool(step.after) and all(may_be_dead(workflow, dep, _seen) for dep in step.after)
 
 
 def alive(unit: Unit, dep: str) -> Rule:
@@ -33,7 +63,7 @@ def skip_rule(unit: Unit) -> Rule | None:
     """A Choice rule that is true when the step must be skipped, or None when it always runs."""
     step = unit.step
     reasons: list[Rule] = []
-    if step.after:
+    if step.after and not _always_alive(unit):
         deps = [alive(unit, dep) for dep in step.after]
         reasons.append(negate(deps[0] if len(deps) == 1 else {"Or": deps}))
     if step.when is not None:
@@ -41,6 +71,10 @@ def skip_rule(unit: Unit) -> Rule | None:
     if not reasons:
         return None
     return reasons[0] if len(reasons) == 1 else {"Or": reasons}
+
+
+def _always_alive(unit: Unit) -> bool:
+    return any(not may_be_dead(unit.workflow, dep) for dep in unit.step.after)
 
 
 def guarded(unit: Unit, body: Fragment) -> Fragment:
