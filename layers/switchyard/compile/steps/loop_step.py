@@ -20,7 +20,7 @@ from switchyard.compile.steps.composite import (
     past,
     timed_out_error,
 )
-from switchyard.compile.steps.failure import Fallback, catch, failure_entry
+from switchyard.compile.steps.failure import Fallback, caught_into, failure_entry
 from switchyard.compile.steps.sub_workflow import sub_workflow
 from switchyard.compile.steps.task import lambda_step
 from switchyard.compile.steps.unit import LOOP_RESULT, Unit
@@ -54,7 +54,7 @@ def loop_step(
     if step.timeout:
         deadline = deadline_task(step.timeout)
         deadline["Next"] = begin_name
-        deadline["Catch"] = [catch(["States.ALL"], failure)]
+        deadline["Catch"] = [caught_into(unit, ["States.ALL"], failure)]
         start = block.add(unit.name("deadline"), deadline)
     done: State = {
         "Type": "Pass",
@@ -70,7 +70,7 @@ def loop_step(
     leave: State = done
     if step.output_schema is not None:
         check = output_check(unit, step.output_schema)
-        check["Catch"] = [catch(["States.ALL"], failure)]
+        check["Catch"] = [caught_into(unit, ["States.ALL"], failure)]
         done["Next"] = block.add(unit.name("check output"), check)
         leave = check
     again: State = {
@@ -113,6 +113,7 @@ def _deadline_check(unit: Unit, seconds: int, again: str, failure: str) -> str:
             "after {} iterations', $.scope.iteration)"
         }
     )
+    timed_out["ResultPath"] = unit.step_record  # where the tail looks for the caught error
     timed_out["Next"] = failure
     check: State = {
         "Type": "Choice",

@@ -15,7 +15,13 @@ from typing import Any
 
 from switchyard.compile.fragments import Exit, Fragment, State
 from switchyard.compile.retry import retriers
-from switchyard.compile.steps.failure import Fallback, catch, failure_path
+from switchyard.compile.steps.failure import (
+    Fallback,
+    caught_into,
+    failure_path,
+    into_tail,
+    out_of_retries,
+)
 from switchyard.compile.steps.linear_retry import (
     attempts_counter,
     give_up,
@@ -142,11 +148,12 @@ def sub_workflow(
     caught_all = False
     if linear:
         loop_start, decide = wait_loop(unit, policy, task_name)
-        decide["Default"] = failure.start
+        decide["Default"] = out_of_retries(unit, failure.start)
         catches, caught_all = loop_catches(policy, loop_start, failure.start)
+        into_tail(catches, unit, failure.start)
     if not caught_all:
-        catches.append(catch(["States.ALL"], failure.start))
+        catches.append(caught_into(unit, ["States.ALL"], failure.start))
     task["Catch"] = catches
     if rendering is not None:
-        block.states[rendering]["Catch"] = [catch(["States.ALL"], failure.start)]
+        block.states[rendering]["Catch"] = [caught_into(unit, ["States.ALL"], failure.start)]
     return Fragment(start, [Exit(task), *failure.exits])

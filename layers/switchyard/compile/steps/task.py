@@ -9,8 +9,10 @@ from switchyard.compile.retry import retriers
 from switchyard.compile.steps.failure import (
     Fallback,
     budget_and_human_catches,
-    catch,
+    caught_into,
     failure_path,
+    into_tail,
+    out_of_retries,
 )
 from switchyard.compile.steps.linear_retry import (
     attempts_counter,
@@ -129,10 +131,10 @@ def lambda_step(
     caught_all = False
     if linear:
         loop_start, decide = wait_loop(unit, policy, task_name)
-        decide["Default"] = failure.start
+        decide["Default"] = out_of_retries(unit, failure.start)
         looping, caught_all = loop_catches(policy, loop_start, failure.start)
-        catches += looping
+        catches += into_tail(looping, unit, failure.start)
     if not caught_all:
-        catches.append(catch(["States.ALL"], failure.start))
+        catches.append(caught_into(unit, ["States.ALL"], failure.start))
     task["Catch"] = catches
     return Fragment(start, [Exit(task), *failure.exits])
