@@ -134,7 +134,7 @@ def close(fragment: Fragment, block: Block, *, output_path: str | None = None) -
                 exit_.state["OutputPath"] = output_path
             continue
         if terminal is None:  # a Choice cannot end a branch: send it to a last Pass
-            ending: State = {"Type": "Pass", "End": True}
+            ending: State = {"Type": "Pass", "Comment": "the end of this branch", "End": True}
             if output_path is not None:
                 ending["OutputPath"] = output_path
             terminal = block.add("end", ending)

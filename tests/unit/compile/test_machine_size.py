@@ -3,6 +3,7 @@ skipped, and the examples' size and happy path as `switchyard compile --stats` m
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any
 
@@ -99,3 +100,54 @@ def test_compile_stats_prints_each_workflow(path: Any, capsys: pytest.CaptureFix
     out = capsys.readouterr().out
     assert out.startswith(f"{workflow.name}: ")
     assert "states for" in out and "per step" in out and "happy path" in out
+
+
+def test_every_state_says_in_words_what_it_does() -> None:
+    """The console shows a state's Comment: every state of every machine the tests compile has
+    one (the examples and the scenario corpus)."""
+    from tests.unit.compile.test_compiler import all_definitions, states_of
+
+    missing = [
+        f"{label}: {name}"
+        for label, text in all_definitions().items()
+        for name, state in states_of(json.loads(text))
+        if not state.get("Comment")
+    ]
+    assert not missing
+
+
+BEFORE = {  # states, happy-path transitions as compiled before issue 18 (commit 972b514)
+    "customer-support": (56, 15),
+    "content-moderation": (80, 23),
+    "document-processing": (35, 10),
+    "summarize-document": (18, 5),
+}
+AT_MOST = {  # states as compiled now: a change that grows a machine must say why here
+    "customer-support": 28,
+    "content-moderation": 56,
+    "document-processing": 13,
+    "summarize-document": 12,
+}
+MEAN_STATES_PER_STEP = 5.25
+"""What the examples average now (5.23). Issue 18 asked for 3: not reached, because each
+Parallel branch whose steps can fail needs a tail of its own (docs/compiler.md, "Machine size")."""
+
+
+def _example_stats() -> dict[str, Any]:
+    found = {}
+    for path in sorted(WORKFLOWS.glob("*.yaml")):
+        workflow = validate_file(path).workflow
+        assert workflow is not None
+        definition = compile_workflow(workflow).definition
+        found[workflow.name] = machine_stats(workflow.name, len(workflow.steps), definition)
+    return found
+
+
+def test_the_examples_are_held_to_their_size_and_their_happy_path() -> None:
+    stats = _example_stats()
+    assert set(stats) == set(BEFORE)
+    for name, measured in stats.items():
+        assert measured.states <= AT_MOST[name], measured.line()
+        assert measured.happy_transitions <= BEFORE[name][1], measured.line()
+    mean = sum(s.states_per_step for s in stats.values()) / len(stats)
+    assert mean <= MEAN_STATES_PER_STEP

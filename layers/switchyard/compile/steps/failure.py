@@ -134,8 +134,8 @@ class Tail:
             "OutputPath": "$.Payload",
             "Retry": [LAMBDA_SERVICE_RETRY],
         }
-        state["Catch"] = [{"ErrorEquals": [ALL_ERRORS], "ResultPath": ERROR_PATH, "Next": ""}]
-        state["Catch"][0]["Next"] = self.fail()
+        # No Catch: should the render function itself fail (after the Lambda service's retries),
+        # the block fails with its error, which ends the run as the failure would have.
         if self.shared:
             state["Next"] = self._after()
         return state
@@ -468,3 +468,25 @@ def out_of_retries(unit: Unit, entry: str) -> str:
         "Next": entry,
     }
     return unit.block.add(unit.name("out of retries"), state)
+
+
+def compact(catches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`catches` without the rules a later `States.ALL` rule makes redundant (same target, same
+    ResultPath, and no rule in between that catches any of their errors)."""
+    kept: list[dict[str, Any]] = []
+    for index, rule in enumerate(catches):
+        later = catches[index + 1 :]
+        names = set(rule["ErrorEquals"])
+        redundant = False
+        for other in later:
+            same = other["Next"] == rule["Next"] and other.get("ResultPath") == rule.get(
+                "ResultPath"
+            )
+            if other["ErrorEquals"] == [ALL_ERRORS] and same:
+                redundant = ALL_ERRORS not in names
+                break
+            if names & set(other["ErrorEquals"]) or ALL_ERRORS in other["ErrorEquals"]:
+                break
+        if not redundant:
+            kept.append(rule)
+    return kept

@@ -91,6 +91,8 @@ def guarded(unit: Unit, body: Fragment) -> Fragment:
     skip_name = unit.block.add(unit.name("skip"), skip)
     check: State = {
         "Type": "Choice",
+        "Comment": f"does '{unit.step_id}' run? Not when no dependency is alive"
+        + (" or its when is false" if unit.step.when is not None else ""),
         "Choices": [{**rule, "Next": skip_name}],
         "Default": body.start,
     }

@@ -45,6 +45,7 @@ def loop_step(
     failure = failure_entry(iteration.exits[0].state)
     begin: State = {
         "Type": "Pass",
+        "Comment": f"'{unit.step_id}' starts its first iteration",
         "Result": {"iteration": 1, "previous": None, "meta": {"iterations": 1}},
         "ResultPath": "$.scope",
         "Next": iteration.start,
@@ -75,6 +76,8 @@ def loop_step(
         leave = check
     again: State = {
         "Type": "Pass",
+        "Comment": f"'{unit.step_id}' goes on to its next iteration, with this one's output as "
+        "previous",
         "Parameters": {
             "iteration.$": "States.MathAdd($.scope.iteration, 1)",
             "previous.$": f"{LOOP_RESULT}.output",
@@ -97,7 +100,13 @@ def loop_step(
             "Next": done_name,
         }
     )
-    decide: State = {"Type": "Choice", "Choices": choices, "Default": go_on}
+    decide: State = {
+        "Type": "Choice",
+        "Comment": f"is '{unit.step_id}' done? Its until holds, or it ran {step.max_iterations} "
+        "iterations",
+        "Choices": choices,
+        "Default": go_on,
+    }
     decide_name = block.add(unit.name("until"), decide)
     for exit_ in iteration.exits[:1]:  # the iteration's success; failures leave through the rest
         exit_.wire(decide_name)
@@ -113,10 +122,12 @@ def _deadline_check(unit: Unit, seconds: int, again: str, failure: str) -> str:
             "after {} iterations', $.scope.iteration)"
         }
     )
+    timed_out["Comment"] = f"'{unit.step_id}' ran past its timeout: it fails with timeout"
     timed_out["ResultPath"] = unit.step_record  # where the tail looks for the caught error
     timed_out["Next"] = failure
     check: State = {
         "Type": "Choice",
+        "Comment": f"is '{unit.step_id}' still within its timeout of {seconds} s?",
         "Choices": [
             {**past(f"{DEADLINE}.at"), "Next": block.add(unit.name("timed out"), timed_out)}
         ],

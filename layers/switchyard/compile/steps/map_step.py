@@ -85,6 +85,7 @@ def map_step(
             after=list(step.after),
             merge=step.merge,
         )
+        render["Comment"] = f"renders the list of items of '{unit.step_id}'"
         render["Next"] = start
         start = block.add(unit.name("items"), render)
         before.append(start)
@@ -107,6 +108,7 @@ def _deadline_check(inner: Unit, seconds: int, item_start: str) -> str:
     }
     check: State = {
         "Type": "Choice",
+        "Comment": f"is '{inner.step_id}' still within its timeout of {seconds} s?",
         "Choices": [{**past("$.scope.deadline"), "Next": block.add(inner.name("timed out"), stop)}],
         "Default": item_start,
     }

@@ -131,6 +131,7 @@ def sub_workflow(
             after=list(getattr(unit.step, "after", [])),
             merge=getattr(unit.step, "merge", "by_step"),
         )
+        render["Comment"] = f"renders the input of '{unit.step_id}' for its child run"
         render["Next"] = task_name
         start = block.add(unit.name("input"), render)
     rendering = start if not pure else None
