@@ -7,6 +7,7 @@ false, is recorded as `skipped`, and a dead branch stays dead.
 
 from __future__ import annotations
 
+from graphlib import TopologicalSorter
 from typing import Any
 
 from switchyard.compile.choice import choice_rule, negate
@@ -18,34 +19,59 @@ from switchyard.model import LlmRouter, OnError, RuleRouter, ScoreRouter, Workfl
 Rule = dict[str, Any]
 
 
-def may_be_dead(workflow: Workflow, step_id: str, _seen: frozenset[str] = frozenset()) -> bool:
+def may_be_dead(workflow: Workflow, step_id: str) -> bool:
     """Whether a dependent of `step_id` can find it not alive while the run goes on.
 
     It cannot when the step always runs (no `when`, and some dependency of it is surely alive)
     and either ends completed or stops the run: it is no router (a router is alive only for the
     route it chose), and a failure with `on_error: fail` fails the run while `pause` runs the
     step again. `continue` leaves it failed, and a fallback may itself be dead."""
-    if step_id in _seen:  # pragma: no cover - the validator refuses cycles
-        return True
-    step = workflow.steps[step_id]
-    if isinstance(step, RuleRouter | ScoreRouter | LlmRouter):
-        return True
-    if may_be_skipped(workflow, step_id, _seen | {step_id}):
-        return True
-    if (step.on_error or workflow.on_error) is OnError.CONTINUE:
-        return True
-    if step.fallback is not None:
-        return may_be_dead(workflow, step.fallback, _seen | {step_id})
-    return False
+    return _deadness(workflow)[step_id][0]
 
 
-def may_be_skipped(workflow: Workflow, step_id: str, _seen: frozenset[str] = frozenset()) -> bool:
+def may_be_skipped(workflow: Workflow, step_id: str) -> bool:
     """Whether the step needs a check before it: it has a `when`, or every dependency of it
     may be dead (one surely alive dependency is enough for it to run)."""
-    step = workflow.steps[step_id]
-    if step.when is not None:
-        return True
-    return bool(step.after) and all(may_be_dead(workflow, dep, _seen) for dep in step.after)
+    return _deadness(workflow)[step_id][1]
+
+
+_CACHE: dict[int, tuple[Workflow, dict[str, tuple[bool, bool]]]] = {}
+"""Per workflow being compiled: (may be dead, may be skipped) for every step, computed once."""
+
+
+def _deadness(workflow: Workflow) -> dict[str, tuple[bool, bool]]:
+    cached = _CACHE.get(id(workflow))
+    if cached is not None and cached[0] is workflow:
+        return cached[1]
+    found: dict[str, tuple[bool, bool]] = {}
+
+    def visit(step_id: str, path: frozenset[str]) -> tuple[bool, bool]:
+        if step_id in found:
+            return found[step_id]
+        if step_id in path:  # pragma: no cover - the validator refuses cycles
+            return True, True
+        step = workflow.steps[step_id]
+        inner = path | {step_id}
+        skipped = step.when is not None or (
+            bool(step.after) and all(visit(dep, inner)[0] for dep in step.after)
+        )
+        dead = (
+            isinstance(step, RuleRouter | ScoreRouter | LlmRouter)
+            or skipped
+            or (step.on_error or workflow.on_error) is OnError.CONTINUE
+            or (step.fallback is not None and visit(step.fallback, inner)[0])
+        )
+        found[step_id] = (dead, skipped)
+        return found[step_id]
+
+    # Dependencies first, so that a long chain does not recurse deeply.
+    order = TopologicalSorter({s: list(step.after) for s, step in workflow.steps.items()})
+    for step_id in order.static_order():
+        visit(step_id, frozenset())
+    if len(_CACHE) > 32:
+        _CACHE.clear()
+    _CACHE[id(workflow)] = (workflow, found)
+    return found
 
 
 def alive(unit: Unit, dep: str) -> Rule:
