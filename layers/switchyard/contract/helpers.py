@@ -79,6 +79,9 @@ class CaughtStep(Wire):
     """The step records its Task receives (`*`: all of them): the dead letter's `input.steps`."""
     scope: bool = False
     """Its Task receives `scope` (a loop's iteration, a map's item)."""
+    parks: bool = True
+    """`budget` and `human_required` open a gate. False for a map (its items open their own
+    gates; an error out of the `Map` is a failure, whatever its name) and a sub-workflow."""
 
 
 class CaughtRequest(Wire):

@@ -68,7 +68,7 @@ def caught(request: CaughtRequest) -> dict[str, Any]:
         context["scope"] = state.get("scope")
     name = str(raw.get("Error") or "")
     cause = raw.get("Cause")
-    if name in (StepErrorName.BUDGET, StepErrorName.HUMAN_REQUIRED):
+    if info.parks and name in (StepErrorName.BUDGET, StepErrorName.HUMAN_REQUIRED):
         action: TailAction = "human" if name == StepErrorName.HUMAN_REQUIRED else "budget"
         if action == "budget" and info.on_exceeded == "fail":
             action = "stop"

@@ -137,6 +137,9 @@ def test_a_budget_or_human_error_goes_to_its_gate_as_caught() -> None:
     assert state["error"]["letter"] is None
     refused = caught({"on_exceeded": "fail"}, {"Error": "budget", "Cause": "needs $1"})
     assert refused["error"]["action"] == "stop"
+    out_of_a_map = caught({"parks": False}, {"Error": "budget", "Cause": "needs $1"})
+    assert out_of_a_map["error"]["action"] == "fail"  # the items had their own gates
+    assert out_of_a_map["steps"]["broken"]["status"] == "failed"
     human = caught({}, {"Error": "human_required", "Cause": "{}"})
     assert human["error"]["action"] == "human" and human["error"]["context"] == {
         "run": {"id": "r-1"}

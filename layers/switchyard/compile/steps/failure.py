@@ -32,7 +32,14 @@ from switchyard.compile.steps.unit import (
 )
 from switchyard.contract import DEAD_LETTER_QUEUE_URL, FunctionName, GateKind
 from switchyard.contract.errors import ALL_ERRORS, StepErrorName
-from switchyard.model import HumanGateStep, OnError
+from switchyard.model import (
+    HumanGateStep,
+    LoopStep,
+    MapStep,
+    OnError,
+    SubWorkflowBody,
+    SubWorkflowStep,
+)
 
 ERROR_PATH = "$.error"
 """Where the tail keeps the error it read (`$.error.Error`, `.Cause`, `.step`, `.action`); a
@@ -247,6 +254,9 @@ class Tail:
             if unit.scope:
                 entry["scope"] = True
             step = unit.step
+            body = step.step if isinstance(step, LoopStep) else step
+            if isinstance(step, MapStep) or isinstance(body, SubWorkflowBody | SubWorkflowStep):
+                entry["parks"] = False
             if isinstance(step, HumanGateStep) and step.on_timeout in ("reject", "fail"):
                 entry["on_timeout"] = step.on_timeout
             budget = unit.workflow.budget
