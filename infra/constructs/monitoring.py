@@ -4,7 +4,8 @@ Runs started/succeeded/failed come from Step Functions' own metrics; step latenc
 `Duration` of the step functions; tokens and dollars per workflow from the Powertools metrics the
 handlers emit (`switchyard.constants.Metric`, dimension `workflow`). Gate timeouts and budget
 pauses are counted by metric filters on each workflow's execution log, so they need no function
-code: `TaskTimedOut` of a `waitForTaskToken` task, and entering a `<step>:over budget` gate.
+code: `TaskTimedOut` of a `waitForTaskToken` task, and entering a block's `budget gate` (named
+`budget gate`, `budget gate (2)`, ... since one is shared by the steps of a block).
 
 The dashboard, the alarm topic and the platform-wide alarms are in the top-level stack; what
 belongs to one workflow (its metric filters, its triggers' dead-letter alarms) is in the
@@ -46,7 +47,7 @@ GATE_TIMEOUT_PATTERN = logs.FilterPattern.all(
 )
 BUDGET_PAUSE_PATTERN = logs.FilterPattern.all(
     logs.FilterPattern.string_value("$.type", "=", "TaskStateEntered"),
-    logs.FilterPattern.string_value("$.details.name", "=", "*:over budget"),
+    logs.FilterPattern.string_value("$.details.name", "=", "budget gate*"),
 )
 
 

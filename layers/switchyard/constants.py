@@ -150,7 +150,7 @@ class Metric(StrEnum):
     GATE_TIMEOUTS = "GateTimeouts"
     """A waitForTaskToken gate waited past its timeout (TaskTimedOut in the execution log)."""
     BUDGET_PAUSES = "BudgetPauses"
-    """A run entered a budget pause gate (`<step>:over budget`)."""
+    """A run entered a budget pause gate (a block's `budget gate`, `budget gate (2)`, ...)."""
 
 
 class MetricDimension(StrEnum):

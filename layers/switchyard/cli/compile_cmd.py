@@ -1,4 +1,5 @@
-"""`switchyard compile FILE... [-o DIR] [--check]`: write `DIR/<name>.asl.json` per workflow."""
+"""`switchyard compile FILE... [-o DIR] [--check] [--stats]`: write `DIR/<name>.asl.json` per
+workflow; `--stats` also prints each machine's size and the price of its happy path."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from switchyard.cli.exit_codes import ExitCode
 from switchyard.cli.validate_cmd import exit_code, validate_paths
 from switchyard.compile import CompileResult, compile_workflow
+from switchyard.compile.stats import machine_stats
 from switchyard.source import load_file
 
 DEFAULT_DIR = "statemachines"
@@ -33,6 +35,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--check",
         action="store_true",
         help="write nothing; exit 1 when a file in DIR differs from a fresh compile",
+    )
+    parser.add_argument(
+        "--stats",
+        action="store_true",
+        help="also print per workflow: states, states per step, transitions on the happy path "
+        "and its price on a Standard workflow",
     )
     parser.set_defaults(handler=run)
 
@@ -71,6 +79,12 @@ def run(args: argparse.Namespace) -> int:
     if code != ExitCode.OK:
         return code
     directory = Path(args.output)
+    if args.stats:
+        for outcome in compiled:
+            stats = machine_stats(
+                outcome.workflow.name, len(outcome.workflow.steps), outcome.definition
+            )
+            print(stats.line())
     stale: list[str] = []
     for outcome in compiled:
         target = directory / f"{outcome.workflow.name}.asl.json"

@@ -86,8 +86,8 @@ class _Compiler:
         self.payloads = payload_plan(workflow)
 
     def run(self) -> CompileResult:
-        top = Block(self.names)
         tree = self._shape()
+        top = Block(self.names, failing_steps=self._failing(tree) if tree is not None else 0)
         start = self._start(top)
         body = self._emit(tree, top) if tree is not None else None
         outputs = self._outputs(top)
@@ -168,7 +168,7 @@ class _Compiler:
         branches: list[dict[str, Any]] = []
         firsts: list[str] = []
         for item in items:
-            branch = block.child()
+            branch = block.child(failing_steps=self._failing(item))
             fragment = self._emit(item, branch)
             close(fragment, branch, output_path="$.steps")
             branches.append(branch.as_definition(fragment.start))
@@ -191,6 +191,20 @@ class _Compiler:
         parallel_name = block.add(f"parallel: {label}", parallel)
         parallel["Next"] = block.add(f"merge: {label}", merge)
         return Fragment(parallel_name, [Exit(merge)])
+
+    def _failing(self, node: Node) -> int:
+        """Steps of the block `node` compiles into that can fail or wait for an operator (a
+        nested Parallel's branches are blocks of their own)."""
+        if isinstance(node, Leaf):
+            return self._failing_step(node.step)
+        if isinstance(node, Seq):
+            return sum(self._failing(item) for item in node.items)
+        return 0
+
+    def _failing_step(self, step_id: str) -> int:
+        step = self.workflow.steps[step_id]
+        own = 0 if isinstance(step, RuleRouter | ScoreRouter) else 1
+        return own + (self._failing_step(step.fallback) if step.fallback else 0)
 
     def _step(self, step_id: str, block: Block, extra: set[str] | None = None) -> Fragment:
         workflow = self.workflow

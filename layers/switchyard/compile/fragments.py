@@ -82,14 +82,19 @@ class Block:
 
     names: Names
     states: dict[str, State] = field(default_factory=dict)
+    failing_steps: int = 0
+    """How many steps of this block can fail or wait for an operator: with more than one, they
+    share one tail that dispatches on the step (steps/failure.py)."""
+    tail: Any = None
+    """That tail, made when the first step needs it."""
 
     def add(self, hint: str, state: State) -> str:
         name = self.names.claim(hint)
         self.states[name] = state
         return name
 
-    def child(self) -> Block:
-        return Block(self.names)
+    def child(self, failing_steps: int = 0) -> Block:
+        return Block(self.names, failing_steps=failing_steps)
 
     def shared(self, hint: str, state: State) -> str:
         """One state of this block that many fragments go to (e.g. the run's Fail)."""
@@ -129,7 +134,7 @@ def close(fragment: Fragment, block: Block, *, output_path: str | None = None) -
                 exit_.state["OutputPath"] = output_path
             continue
         if terminal is None:  # a Choice cannot end a branch: send it to a last Pass
-            ending: State = {"Type": "Pass", "End": True}
+            ending: State = {"Type": "Pass", "Comment": "the end of this branch", "End": True}
             if output_path is not None:
                 ending["OutputPath"] = output_path
             terminal = block.add("end", ending)

@@ -30,8 +30,8 @@ ASSUMED_MAP_ITEMS = 40
 _TASK = 5
 _FAILED_ATTEMPT = 3
 _PASS = 2
-_FAILURE_PATH = _TASK + _PASS + _TASK + _PASS  # read the error, record, dead letter, then
-# the fallback decision or the run's Fail
+_FAILURE_PATH = _TASK + _PASS + _TASK + _PASS + _PASS  # the shared tail: on error, after error,
+# dead letter, after error again, then the fallback decision or the run's Fail
 
 
 def worst_case_events(workflow: Workflow) -> tuple[int, list[str]]:

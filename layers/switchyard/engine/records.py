@@ -28,6 +28,8 @@ _RUN_STATUS = {
     ExecutionStatus.ABORTED: "cancelled",
     ExecutionStatus.TIMED_OUT: "timed_out",
 }
+_FAILED_ACTIONS = ("fail", "continue", "pause", "fallback")
+"""A shared tail's actions after a step failed for good (not a gate's budget or human)."""
 _GATE_STATUS = {"approval": "waiting", "human": "waiting", "pause": "paused", "budget": "paused"}
 
 
@@ -128,6 +130,8 @@ class RunRecorder:
             match = _STEP_RECORD.match(path)
             if match and isinstance(value, dict) and value.get("status") not in (None, "running"):
                 self._record(execution, match.group(1), value)
+            elif path == "$":
+                self._tail_record(execution, value)
         if transition.finished:
             self._finished(execution)
         if transition.revoked_tokens:  # after _finished: a run that ended closes its gates
@@ -281,6 +285,18 @@ class RunRecorder:
             (execution.id, step_id, _item(payload), step_status, attempts,
              _json((payload.get("context") or {}).get("inputs"))),
         )  # fmt: skip
+
+    def _tail_record(self, execution: Execution, value: Any) -> None:
+        """The failed record a block's shared tail wrote (its `on error` Task, the render
+        function's `caught` helper, returns the whole state: `error.step` names the step)."""
+        state = value.get("Payload") if isinstance(value, dict) else None
+        error = state.get("error") if isinstance(state, dict) else None
+        if not isinstance(error, dict) or error.get("action") not in _FAILED_ACTIONS:
+            return
+        assert isinstance(state, dict)
+        record = (state.get("steps") or {}).get(error.get("step"))
+        if isinstance(record, dict) and record.get("status") == "failed":
+            self._record(execution, str(error["step"]), record)
 
     def _record(self, execution: Execution, step_id: str, record: dict[str, Any]) -> None:
         status = str(record.get("status"))

@@ -8,14 +8,24 @@ from typing import Any
 
 import jsonschema_rs
 
-from switchyard.contract.errors import error_type_of, read_cause
+from switchyard.contract.errors import (
+    HEARTBEAT_TIMEOUT,
+    TASK_TIMEOUT,
+    StepErrorName,
+    error_type_of,
+    read_cause,
+)
 from switchyard.contract.helpers import (
+    CaughtError,
+    CaughtRequest,
+    CaughtStep,
     DeadlineRequest,
     DeadlineResult,
     FailureRequest,
     FailureResult,
     OutputCheckRequest,
     OutputCheckResult,
+    TailAction,
 )
 from switchyard.runtime.errors import InvalidOutputError
 from switchyard.runtime.large_outputs import is_ref
@@ -35,6 +45,88 @@ def failure(request: FailureRequest) -> FailureResult:
     if name.startswith("States."):
         name = error_type_of(name)
     return FailureResult(Error=name, Cause=message, attempts=attempts)
+
+
+ON_TIMEOUT_ERRORS = {"reject": StepErrorName.REJECTED, "fail": StepErrorName.TIMEOUT}
+ON_TIMEOUT_VERDICTS = {"reject": "rejected", "fail": "failed"}
+
+
+def caught(request: CaughtRequest) -> dict[str, Any]:
+    """The state after a step's failure reached its block's shared tail.
+
+    The `Catch` wrote Step Functions' `{Error, Cause}` where the step's record goes; this finds
+    that step, and either keeps the error as caught for a gate (budget, human) or reads it as
+    `failure` does, writes the step's failed record, builds its dead letter and says what comes
+    next (`$.error.action`)."""
+    state = dict(request.state)
+    records = dict(state.get("steps") or {})
+    step_id = _caught_step(records, request.steps)
+    raw = records.pop(step_id)
+    info = request.steps[step_id]
+    context: dict[str, Any] = {"run": state.get("run")}
+    if info.scope:
+        context["scope"] = state.get("scope")
+    name = str(raw.get("Error") or "")
+    cause = raw.get("Cause")
+    if info.parks and name in (StepErrorName.BUDGET, StepErrorName.HUMAN_REQUIRED):
+        action: TailAction = "human" if name == StepErrorName.HUMAN_REQUIRED else "budget"
+        if action == "budget" and info.on_exceeded == "fail":
+            action = "stop"
+        gate = {"Error": name, "Cause": cause}
+        error = CaughtError(
+            Error=name, Cause=str(cause or ""), step=step_id, action=action,
+            context=context, gate=gate,
+        )  # fmt: skip
+        state["steps"] = records
+        state["error"] = error.model_dump(mode="json")
+        return state
+    if info.on_timeout in ON_TIMEOUT_ERRORS and name in (TASK_TIMEOUT, HEARTBEAT_TIMEOUT):
+        verdict = ON_TIMEOUT_VERDICTS[info.on_timeout]
+        name = ON_TIMEOUT_ERRORS[info.on_timeout].value
+        cause = f"nobody decided within the time of every tier; the gate {verdict}"
+    read = failure(FailureRequest(helper="failure", error={"Error": name, "Cause": cause}))
+    record = {
+        "status": "failed",
+        "output": None,
+        "error": {"type": read.Error, "message": read.Cause},
+        "attempts": read.attempts,
+    }
+    records[step_id] = record
+    state["steps"] = records
+    letter_input: dict[str, Any] = {"inputs": state.get("inputs")}
+    if "*" in info.reads:
+        letter_input["steps"] = records
+    else:
+        letter_input["steps"] = {k: records[k] for k in sorted(info.reads) if k in records}
+    if info.scope:
+        letter_input["scope"] = state.get("scope")
+    letter = {
+        "workflow": request.workflow.get("name"),
+        "version": request.workflow.get("version"),
+        "run": state.get("run"),
+        "step_id": step_id,
+        "error": record["error"],
+        "input": letter_input,
+    }
+    after: TailAction = "fallback" if info.fallback else info.on_error
+    state["error"] = CaughtError(
+        Error=read.Error, Cause=read.Cause, attempts=read.attempts, step=step_id,
+        action=after, context=context,
+        gate={"Error": read.Error, "Cause": read.Cause, "attempts": read.attempts},
+        letter=letter,
+    ).model_dump(mode="json")  # fmt: skip
+    return state
+
+
+def _caught_step(records: dict[str, Any], steps: dict[str, CaughtStep]) -> str:
+    """The step whose record is a caught `{Error, Cause}` (no `status`)."""
+    for step_id, record in records.items():
+        caught_error = isinstance(record, dict) and "Error" in record and "status" not in record
+        if step_id in steps and caught_error:
+            return step_id
+    raise ValueError(
+        "no step record holds a caught error; the tail serves " + ", ".join(sorted(steps))
+    )
 
 
 def deadline(request: DeadlineRequest) -> DeadlineResult:

@@ -22,7 +22,12 @@ from switchyard.contract import (
     StepErrorName,
 )
 from switchyard.contract.errors import lambda_error
-from switchyard.contract.helpers import DeadlineRequest, FailureRequest, OutputCheckRequest
+from switchyard.contract.helpers import (
+    CaughtRequest,
+    DeadlineRequest,
+    FailureRequest,
+    OutputCheckRequest,
+)
 from switchyard.contract.payloads import Wire
 from switchyard.platform import helpers
 from switchyard.runtime.errors import PermanentError, StepError, TemplateRenderError
@@ -124,6 +129,8 @@ def _helper(name: str, event: dict[str, Any]) -> dict[str, Any]:
     result: Wire
     if name == "failure":
         result = helpers.failure(FailureRequest.model_validate(event))
+    elif name == "caught":
+        return helpers.caught(CaughtRequest.model_validate(event))
     elif name == "deadline":
         result = helpers.deadline(DeadlineRequest.model_validate(event))
     elif name == "check_output":

@@ -47,7 +47,7 @@ def test_a_loop_timeout_is_a_deadline_checked_before_each_further_iteration() ->
     }
     assert deadline["ResultPath"] == "$.deadline"
     assert deadline["Next"] == "refine:first iteration"
-    assert deadline["Catch"][0]["Next"] == "refine:error"  # the loop's failure path
+    assert deadline["Catch"][0]["Next"] == "on error"  # the loop's failure path
     assert states["refine:until"]["Default"] == "refine:in time?"
     check = states["refine:in time?"]
     assert check["Choices"] == [
@@ -61,7 +61,7 @@ def test_a_loop_timeout_is_a_deadline_checked_before_each_further_iteration() ->
     timed_out = states["refine:timed out"]
     assert timed_out["Parameters"]["Error"] == "timeout"
     assert "ran past its timeout of 90 s" in timed_out["Parameters"]["Cause.$"]
-    assert timed_out["ResultPath"] == "$.error" and timed_out["Next"] == "refine:error"
+    assert timed_out["ResultPath"] == "$.steps.refine" and timed_out["Next"] == "on error"
     # The iteration's Task keeps its own limits (the step's or the defaults' timeout).
     assert "TimeoutSeconds" not in states["refine"]
 
@@ -98,8 +98,8 @@ def test_a_map_timeout_is_a_deadline_each_item_checks_before_it_starts() -> None
     stop = processor["States"][check["Choices"][0]["Next"]]
     assert stop["Type"] == "Fail" and stop["Error"] == "timeout"
     # Whatever fails the map, its deadline's Task included, takes the map's failure path.
-    assert states["each:deadline"]["Catch"][0]["Next"] == "each:error"
-    assert mapped["Catch"][0]["Next"] == "each:error"
+    assert states["each:deadline"]["Catch"][0]["Next"] == "on error"
+    assert mapped["Catch"][0]["Next"] == "on error"
 
 
 def test_a_map_with_rendered_items_renders_them_before_its_deadline() -> None:
@@ -113,7 +113,7 @@ def test_a_map_with_rendered_items_renders_them_before_its_deadline() -> None:
 """
     )["States"]
     assert states["each:items"]["Next"] == "each:deadline"
-    assert states["each:items"]["Catch"][0]["Next"] == "each:error"
+    assert states["each:items"]["Catch"][0]["Next"] == "on error"
     assert states["each (2)"]["ItemsPath"] == "$.rendered.value"
 
 
@@ -151,10 +151,10 @@ def test_map_and_loop_outputs_are_checked_against_their_output_schema() -> None:
         "output_schema": schema,
     }
     assert check["ResultPath"] is None
-    assert check["Catch"][0]["Next"] == "each:error"
+    assert check["Catch"][0]["Next"] == "on error"
     refine = branch_states("refine:check output")
     assert refine["refine:done"]["Next"] == "refine:check output"
-    assert refine["refine:check output"]["Catch"][0]["Next"] == "refine:error"
+    assert refine["refine:check output"]["Catch"][0]["Next"].startswith("on error")  # its branch's
 
 
 def test_a_map_or_loop_budget_travels_with_its_steps_payload() -> None:

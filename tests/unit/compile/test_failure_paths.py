@@ -1,6 +1,7 @@
-"""What the compiler emits around a step's failures: the gate that waits for a person when a
-tool call needs one, the failed record (plain message, attempts) and the dead letter (what the
-step received)."""
+"""What the compiler emits around a step's failures: one tail per block, shared by its steps
+(`on error`, `after error`, `dead letter`, `fail` and the gates), the gate that waits for a
+person when a tool call needs one, and what the tail must know of each step (what its dead letter
+carries)."""
 
 from __future__ import annotations
 
@@ -59,13 +60,51 @@ def catches(state: dict[str, Any]) -> dict[str, str]:
     ],
 )
 def test_every_step_that_calls_tools_waits_for_a_person_on_human_required(step: str) -> None:
-    """Loop detection checks every tool call: the third identical call stops for a person."""
+    """Loop detection checks every tool call: the third identical call stops for a person. A
+    block with one such step names it in its gate, which goes straight back to it."""
     found = states(f"steps:\n  call: {step}\n")
-    gate = found["call:needs a human"]
+    gate = found["needs a human"]
     assert gate["Parameters"]["Payload"]["kind"] == "human"
+    assert gate["Parameters"]["Payload"]["step_id"] == "call"
     (task,) = [name for name, s in found.items() if "human_required" in catches(s)]
-    assert catches(found[task])["human_required"] == "call:needs a human"
+    assert catches(found[task])["human_required"] == "needs a human"
     assert gate["Next"] == task  # the step runs again with the person's decision
+
+
+def test_steps_of_one_block_share_one_tail_that_dispatches_on_the_step() -> None:
+    found = states(
+        """steps:
+  first: {type: tool, tool: echo, args: {x: 1}}
+  second: {type: agent, after: [first], prompt: p, on_error: continue}
+  third: {type: agent, after: [second], prompt: p, on_error: pause}
+"""
+    )
+    for step in ("first", "second", "third"):
+        rule = found[step]["Catch"][-1]
+        assert rule == {
+            "ErrorEquals": ["States.ALL"],
+            "ResultPath": f"$.steps.{step}",  # how the tail tells which step failed
+            "Next": "on error",
+        }
+    # No state of its own for any of them, but third's check (second may have failed).
+    assert [n for n in found if n.startswith(("first:", "second:", "third:"))] == [
+        "third:skip",
+        "third:check",
+    ]
+    on_error = found["on error"]
+    assert on_error["Parameters"]["Payload"]["helper"] == "caught"
+    assert on_error["Parameters"]["Payload"]["steps"]["second"]["on_error"] == "continue"
+    assert on_error["Next"] == "after error"
+    after = found["after error"]
+    assert after["Default"] == "dead letter"
+    targets = [rule["Next"] for rule in after["Choices"]]
+    # A gate resumes the step it served; a budget or human error opens its gate; after the
+    # dead letter, `continue` goes on after its step, `pause` waits, `fail` fails the run.
+    assert {"first", "second", "third", "budget gate", "needs a human", "paused", "fail"} <= set(
+        targets
+    )
+    assert found["paused"]["Parameters"]["Payload"]["step_id.$"] == "$.error.step"
+    assert found["dead letter"]["Next"] == "after error"
 
 
 @pytest.mark.parametrize(
@@ -80,31 +119,25 @@ def test_steps_that_call_no_tool_have_no_human_gate(step: str) -> None:
     if "router" in step:
         steps += "  x: {type: agent, after: [call], prompt: p}\n"
     found = states(steps)
-    assert "call:needs a human" not in found
+    assert "needs a human" not in found
     assert all("human_required" not in catches(s) for s in found.values())
 
 
-def test_a_failed_record_reads_the_plain_message_and_the_attempts_from_the_error() -> None:
+def test_the_tail_reads_the_error_and_records_the_failure_in_one_task() -> None:
     found = states("steps:\n  call: {type: tool, tool: echo, args: {x: 1}}\n")
-    assert catches(found["call"])["States.ALL"] == "call:error"
-    read = found["call:error"]
+    assert catches(found["call"])["States.ALL"] == "on error"
+    read = found["on error"]
     assert read["Parameters"]["FunctionName"] == "${RenderFunctionArn}"
-    assert read["Parameters"]["Payload"] == {"helper": "failure", "error.$": "$.error"}
-    assert read["ResultPath"] == "$.error" and read["Next"] == "call:failed"
-    # The render function failing never blocks the failure path: the error is kept as caught.
-    assert catches(read) == {"States.ALL": "call:error as is"}
-    assert read["Catch"][0]["ResultPath"] is None
-    assert found["call:error as is"]["Next"] == "call:failed"
-    assert found["call:failed"]["Parameters"] == {
-        "status": "failed",
-        "output": None,
-        "error": {"type.$": "$.error.Error", "message.$": "$.error.Cause"},
-        "attempts.$": "$.error.attempts",
-    }
-    assert found["call:failed"]["Next"] == "call:dead letter"
+    payload = read["Parameters"]["Payload"]
+    assert payload["helper"] == "caught" and payload["state.$"] == "$"
+    assert read["ResultPath"] == "$" and read["OutputPath"] == "$.Payload"
+    # One step in the block: no dispatch, the dead letter then the run's Fail.
+    assert read["Next"] == "dead letter" and found["dead letter"]["Next"] == "fail"
+    assert found["dead letter"]["Parameters"]["MessageBody.$"] == "$.error.letter"
+    assert catches(found["dead letter"]) == {"States.ALL": "fail"}
 
 
-def test_a_dead_letter_carries_what_the_step_received() -> None:
+def test_the_tail_knows_what_each_dead_letter_carries() -> None:
     found = states(
         """inputs: {ticket: {type: string}}
 steps:
@@ -122,16 +155,7 @@ steps:
     step: {type: agent, prompt: "{{ previous }}"}
 """
     )
-    body = found["call:dead letter"]["Parameters"]["MessageBody"]
-    assert body["input"] == {
-        "inputs.$": "$.inputs",
-        "steps": {"classify.$": "$.steps.classify", "other.$": "$.steps.other"},
-    }
-    assert "inputs.$" not in body and body["run.$"] == "$.run"
-    assert body["error.$"] == "$.steps.call.error"
-    looped = found["again:dead letter"]["Parameters"]["MessageBody"]["input"]
-    assert looped == {
-        "inputs.$": "$.inputs",
-        "steps": {"call.$": "$.steps.call"},
-        "scope.$": "$.scope",
-    }
+    table = found["on error"]["Parameters"]["Payload"]["steps"]
+    assert table["call"]["reads"] == ["classify", "other"]
+    assert "scope" not in table["call"]
+    assert table["again"]["reads"] == ["call"] and table["again"]["scope"] is True

@@ -81,6 +81,80 @@ def test_the_failure_helper_rewrites_the_caught_error() -> None:
     }
 
 
+CAUGHT_STATE: dict[str, Any] = {
+    "inputs": {"ticket": "T-1"},
+    "run": {"id": "r-1"},
+    "steps": {"first": {"status": "completed", "output": {"text": "ok"}}},
+    "scope": {"iteration": 2},
+}
+
+
+def caught(step: dict[str, Any], error: dict[str, Any], **info: Any) -> dict[str, Any]:
+    state = json.loads(json.dumps(CAUGHT_STATE))
+    state["steps"]["broken"] = error  # where the Catch wrote it
+    table = {"first": {}, "broken": {"reads": ["first"], **step}}
+    event = {"helper": "caught", "state": state, "workflow": {"name": "w", "version": 3}}
+    return handle({**event, "steps": table, **info})
+
+
+def test_the_caught_helper_records_the_failure_and_builds_its_dead_letter() -> None:
+    raised = InvalidOutputError("not JSON", errors=["a"]).as_lambda_exception(attempt=2)
+    state = caught(
+        {"on_error": "continue", "scope": True},
+        {"Error": "invalid_output", "Cause": lambda_cause(raised)},
+    )
+    record = {
+        "status": "failed",
+        "output": None,
+        "error": {"type": "invalid_output", "message": "not JSON"},
+        "attempts": 2,
+    }
+    assert state["steps"]["broken"] == record
+    assert state["inputs"] == CAUGHT_STATE["inputs"] and state["scope"] == {"iteration": 2}
+    error = state["error"]
+    assert (error["step"], error["action"]) == ("broken", "continue")
+    assert (error["Error"], error["Cause"], error["attempts"]) == ("invalid_output", "not JSON", 2)
+    assert error["letter"] == {
+        "workflow": "w",
+        "version": 3,
+        "run": {"id": "r-1"},
+        "step_id": "broken",
+        "error": record["error"],
+        "input": {
+            "inputs": {"ticket": "T-1"},
+            "steps": {"first": CAUGHT_STATE["steps"]["first"]},
+            "scope": {"iteration": 2},
+        },
+    }
+    assert error["context"] == {"run": {"id": "r-1"}, "scope": {"iteration": 2}}
+
+
+def test_a_budget_or_human_error_goes_to_its_gate_as_caught() -> None:
+    state = caught({}, {"Error": "budget", "Cause": "needs $1"})
+    assert "broken" not in state["steps"]  # the step runs again after the gate
+    assert state["error"]["action"] == "budget"
+    assert state["error"]["gate"] == {"Error": "budget", "Cause": "needs $1"}
+    assert state["error"]["letter"] is None
+    refused = caught({"on_exceeded": "fail"}, {"Error": "budget", "Cause": "needs $1"})
+    assert refused["error"]["action"] == "stop"
+    out_of_a_map = caught({"parks": False}, {"Error": "budget", "Cause": "needs $1"})
+    assert out_of_a_map["error"]["action"] == "fail"  # the items had their own gates
+    assert out_of_a_map["steps"]["broken"]["status"] == "failed"
+    human = caught({}, {"Error": "human_required", "Cause": "{}"})
+    assert human["error"]["action"] == "human" and human["error"]["context"] == {
+        "run": {"id": "r-1"}
+    }
+
+
+def test_a_gate_s_last_timeout_is_its_on_timeout() -> None:
+    state = caught({"on_timeout": "reject"}, {"Error": "States.Timeout", "Cause": ""})
+    assert state["steps"]["broken"]["error"] == {
+        "type": "rejected",
+        "message": "nobody decided within the time of every tier; the gate rejected",
+    }
+    assert state["error"]["action"] == "fail"
+
+
 @pytest.mark.parametrize(
     ("start", "seconds", "at"),
     [

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from switchyard.compile.fragments import Exit, Fragment, State
-from switchyard.compile.steps.failure import ERROR_PATH, Fallback, catch, failure_path
+from switchyard.compile.steps.failure import Fallback, catch, caught_into, failure_path
 from switchyard.compile.steps.unit import LAMBDA_CALLBACK, Unit, function, step_config
 from switchyard.contract import FunctionName, GateKind
-from switchyard.contract.errors import HEARTBEAT_TIMEOUT, TASK_TIMEOUT, StepErrorName
+from switchyard.contract.errors import HEARTBEAT_TIMEOUT, TASK_TIMEOUT
 from switchyard.model import HumanGateStep, OnError
 
 
@@ -35,9 +33,12 @@ def human_gate(
             if index + 1 < len(tasks)
             else _on_timeout(unit, gate, len(tasks) - 1, failure, exits)
         )
+        timeouts = [TASK_TIMEOUT, HEARTBEAT_TIMEOUT]
         task["Catch"] = [
-            catch([TASK_TIMEOUT, HEARTBEAT_TIMEOUT], timed_out),
-            catch(["States.ALL"], failure.start),
+            catch(timeouts, timed_out)
+            if timed_out != failure.start
+            else caught_into(unit, timeouts, timed_out),
+            caught_into(unit, ["States.ALL"], failure.start),
         ]
     return Fragment(names[0], exits + failure.exits)
 
@@ -92,16 +93,6 @@ def _on_timeout(
         }
         exits.append(Exit(approved))
         return block.add(unit.name("approved on timeout"), approved)
-    error = StepErrorName.REJECTED if gate.on_timeout == "reject" else StepErrorName.TIMEOUT
-    verdict = "rejected" if gate.on_timeout == "reject" else "failed"
-    timed_out: dict[str, Any] = {
-        "Type": "Pass",
-        "Comment": f"nobody decided in time: {verdict}, as on_timeout says",
-        "Result": {
-            "Error": error.value,
-            "Cause": f"nobody decided within the time of every tier; the gate {verdict}",
-        },
-        "ResultPath": ERROR_PATH,
-        "Next": failure.start,
-    }
-    return block.add(unit.name(f"{verdict} on timeout"), timed_out)
+    # reject or fail: the tail's `on error` turns the last tier's timeout into `rejected` or
+    # `timeout` (its table has the gate's on_timeout).
+    return failure.start

@@ -7,15 +7,71 @@ false, is recorded as `skipped`, and a dead branch stays dead.
 
 from __future__ import annotations
 
+from graphlib import TopologicalSorter
 from typing import Any
 
 from switchyard.compile.choice import choice_rule, negate
 from switchyard.compile.fragments import Exit, Fragment, State
 from switchyard.compile.steps.unit import Unit
 from switchyard.conditions import parse_condition
-from switchyard.model import LlmRouter, RuleRouter, ScoreRouter
+from switchyard.model import LlmRouter, OnError, RuleRouter, ScoreRouter, Workflow
 
 Rule = dict[str, Any]
+
+
+def may_be_dead(workflow: Workflow, step_id: str) -> bool:
+    """Whether a dependent of `step_id` can find it not alive while the run goes on.
+
+    It cannot when the step always runs (no `when`, and some dependency of it is surely alive)
+    and either ends completed or stops the run: it is no router (a router is alive only for the
+    route it chose), and a failure with `on_error: fail` fails the run while `pause` runs the
+    step again. `continue` leaves it failed, and a fallback may itself be dead."""
+    return _deadness(workflow)[step_id][0]
+
+
+def may_be_skipped(workflow: Workflow, step_id: str) -> bool:
+    """Whether the step needs a check before it: it has a `when`, or every dependency of it
+    may be dead (one surely alive dependency is enough for it to run)."""
+    return _deadness(workflow)[step_id][1]
+
+
+_CACHE: dict[int, tuple[Workflow, dict[str, tuple[bool, bool]]]] = {}
+"""Per workflow being compiled: (may be dead, may be skipped) for every step, computed once."""
+
+
+def _deadness(workflow: Workflow) -> dict[str, tuple[bool, bool]]:
+    cached = _CACHE.get(id(workflow))
+    if cached is not None and cached[0] is workflow:
+        return cached[1]
+    found: dict[str, tuple[bool, bool]] = {}
+
+    def visit(step_id: str, path: frozenset[str]) -> tuple[bool, bool]:
+        if step_id in found:
+            return found[step_id]
+        if step_id in path:  # pragma: no cover - the validator refuses cycles
+            return True, True
+        step = workflow.steps[step_id]
+        inner = path | {step_id}
+        skipped = step.when is not None or (
+            bool(step.after) and all(visit(dep, inner)[0] for dep in step.after)
+        )
+        dead = (
+            isinstance(step, RuleRouter | ScoreRouter | LlmRouter)
+            or skipped
+            or (step.on_error or workflow.on_error) is OnError.CONTINUE
+            or (step.fallback is not None and visit(step.fallback, inner)[0])
+        )
+        found[step_id] = (dead, skipped)
+        return found[step_id]
+
+    # Dependencies first, so that a long chain does not recurse deeply.
+    order = TopologicalSorter({s: list(step.after) for s, step in workflow.steps.items()})
+    for step_id in order.static_order():
+        visit(step_id, frozenset())
+    if len(_CACHE) > 32:
+        _CACHE.clear()
+    _CACHE[id(workflow)] = (workflow, found)
+    return found
 
 
 def alive(unit: Unit, dep: str) -> Rule:
@@ -33,7 +89,7 @@ def skip_rule(unit: Unit) -> Rule | None:
     """A Choice rule that is true when the step must be skipped, or None when it always runs."""
     step = unit.step
     reasons: list[Rule] = []
-    if step.after:
+    if step.after and not _always_alive(unit):
         deps = [alive(unit, dep) for dep in step.after]
         reasons.append(negate(deps[0] if len(deps) == 1 else {"Or": deps}))
     if step.when is not None:
@@ -41,6 +97,10 @@ def skip_rule(unit: Unit) -> Rule | None:
     if not reasons:
         return None
     return reasons[0] if len(reasons) == 1 else {"Or": reasons}
+
+
+def _always_alive(unit: Unit) -> bool:
+    return any(not may_be_dead(unit.workflow, dep) for dep in unit.step.after)
 
 
 def guarded(unit: Unit, body: Fragment) -> Fragment:
@@ -57,6 +117,8 @@ def guarded(unit: Unit, body: Fragment) -> Fragment:
     skip_name = unit.block.add(unit.name("skip"), skip)
     check: State = {
         "Type": "Choice",
+        "Comment": f"does '{unit.step_id}' run? Not when no dependency is alive"
+        + (" or its when is false" if unit.step.when is not None else ""),
         "Choices": [{**rule, "Next": skip_name}],
         "Default": body.start,
     }

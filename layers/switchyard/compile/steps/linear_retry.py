@@ -24,6 +24,7 @@ def attempts_counter(unit: Unit, first: str) -> str:
     """The state that starts the counter before the step's first state; returns its name."""
     counter: State = {
         "Type": "Pass",
+        "Comment": f"'{unit.step_id}' starts counting its retries (linear backoff)",
         "Result": {"status": "running", "retries": 0},
         "ResultPath": unit.record_path,
         "Next": first,
@@ -41,10 +42,16 @@ def wait_loop(unit: Unit, policy: RetryPolicy, task_name: str) -> tuple[str, Sta
     ceilings = ", ".join(str(d + 1 if policy.jitter == "full" else d) for d in delays)
     pick = f"States.ArrayGetItem(States.Array({ceilings}), {unit.record_path}.retries)"
     delay = f"States.MathRandom(0, {pick})" if policy.jitter == "full" else pick
-    wait: State = {"Type": "Wait", "SecondsPath": f"{unit.record_path}.delay", "Next": task_name}
+    wait: State = {
+        "Type": "Wait",
+        "Comment": f"'{unit.step_id}' waits before its next attempt",
+        "SecondsPath": f"{unit.record_path}.delay",
+        "Next": task_name,
+    }
     wait_name = block.add(unit.name("backoff"), wait)
     count: State = {
         "Type": "Pass",
+        "Comment": f"'{unit.step_id}' counts a retry and picks its delay",
         "Parameters": {
             "status": "running",
             "retries.$": f"States.MathAdd({unit.record_path}.retries, 1)",
@@ -56,6 +63,7 @@ def wait_loop(unit: Unit, policy: RetryPolicy, task_name: str) -> tuple[str, Sta
     count_name = block.add(unit.name("count retry"), count)
     decide: State = {
         "Type": "Choice",
+        "Comment": f"has '{unit.step_id}' a retry left?",
         "Choices": [
             {
                 "Variable": f"{unit.record_path}.retries",
@@ -85,14 +93,21 @@ def give_up(unit: Unit) -> str:
     so those are raised under their workflow error type (`timeout`, else `permanent`)."""
     block = unit.block
     cause = f"{ERROR_PATH}.Cause"
-    raised = {"Type": "Fail", "ErrorPath": f"{ERROR_PATH}.Error", "CausePath": cause}
-    as_timeout = {"Type": "Fail", "Error": "timeout", "CausePath": cause}
-    as_permanent = {"Type": "Fail", "Error": "permanent", "CausePath": cause}
+    said = f"'{unit.step_id}' has no retries left: the item fails"
+    raised = {
+        "Type": "Fail",
+        "Comment": said,
+        "ErrorPath": f"{ERROR_PATH}.Error",
+        "CausePath": cause,
+    }
+    as_timeout = {"Type": "Fail", "Comment": said, "Error": "timeout", "CausePath": cause}
+    as_permanent = {"Type": "Fail", "Comment": said, "Error": "permanent", "CausePath": cause}
     timeouts = [
         {"Variable": f"{ERROR_PATH}.Error", "StringEquals": name} for name in TIMEOUT_ERRORS
     ]
     check: State = {
         "Type": "Choice",
+        "Comment": "which error the item fails with (a Fail state may not raise a States.* name)",
         "Choices": [
             {"Or": timeouts, "Next": block.add(unit.name("give up: timeout"), as_timeout)},
             {

@@ -20,7 +20,7 @@ from switchyard.compile.steps.composite import (
     past,
     timed_out_error,
 )
-from switchyard.compile.steps.failure import Fallback, catch, failure_entry
+from switchyard.compile.steps.failure import Fallback, caught_into, failure_entry
 from switchyard.compile.steps.sub_workflow import sub_workflow
 from switchyard.compile.steps.task import lambda_step
 from switchyard.compile.steps.unit import LOOP_RESULT, Unit
@@ -46,6 +46,7 @@ def loop_step(
     failure = failure_entry(iteration.exits[0].state)
     begin: State = {
         "Type": "Pass",
+        "Comment": f"'{unit.step_id}' starts its first iteration",
         "Result": {"iteration": 1, "previous": None, "meta": {"iterations": 1}},
         "ResultPath": "$.scope",
         "Next": iteration.start,
@@ -55,7 +56,7 @@ def loop_step(
     if step.timeout:
         deadline = deadline_task(step.timeout)
         deadline["Next"] = begin_name
-        deadline["Catch"] = [catch(["States.ALL"], failure)]
+        deadline["Catch"] = [caught_into(unit, ["States.ALL"], failure)]
         start = block.add(unit.name("deadline"), deadline)
     done: State = {
         "Type": "Pass",
@@ -71,11 +72,13 @@ def loop_step(
     leave: State = done
     if step.output_schema is not None:
         check = output_check(unit, step.output_schema)
-        check["Catch"] = [catch(["States.ALL"], failure)]
+        check["Catch"] = [caught_into(unit, ["States.ALL"], failure)]
         done["Next"] = block.add(unit.name("check output"), check)
         leave = check
     again: State = {
         "Type": "Pass",
+        "Comment": f"'{unit.step_id}' goes on to its next iteration, with this one's output as "
+        "previous",
         "Parameters": {
             "iteration.$": "States.MathAdd($.scope.iteration, 1)",
             "previous.$": f"{LOOP_RESULT}.output",
@@ -98,7 +101,13 @@ def loop_step(
             "Next": done_name,
         }
     )
-    decide: State = {"Type": "Choice", "Choices": choices, "Default": go_on}
+    decide: State = {
+        "Type": "Choice",
+        "Comment": f"is '{unit.step_id}' done? Its until holds, or it ran {step.max_iterations} "
+        "iterations",
+        "Choices": choices,
+        "Default": go_on,
+    }
     decide_name = block.add(unit.name("until"), decide)
     for exit_ in iteration.exits[:1]:  # the iteration's success; failures leave through the rest
         exit_.wire(decide_name)
@@ -114,9 +123,12 @@ def _deadline_check(unit: Unit, seconds: int, again: str, failure: str) -> str:
             "after {} iterations', $.scope.iteration)"
         }
     )
+    timed_out["Comment"] = f"'{unit.step_id}' ran past its timeout: it fails with timeout"
+    timed_out["ResultPath"] = unit.step_record  # where the tail looks for the caught error
     timed_out["Next"] = failure
     check: State = {
         "Type": "Choice",
+        "Comment": f"is '{unit.step_id}' still within its timeout of {seconds} s?",
         "Choices": [
             {**past(f"{DEADLINE}.at"), "Next": block.add(unit.name("timed out"), timed_out)}
         ],

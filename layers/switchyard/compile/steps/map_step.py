@@ -13,7 +13,7 @@ from typing import Any
 from switchyard.compile.context import context_parameters, referenced_steps, templates_of
 from switchyard.compile.fragments import Exit, Fragment, State, close
 from switchyard.compile.steps.composite import DEADLINE, deadline_task, output_check, past
-from switchyard.compile.steps.failure import Fallback, catch, failure_path
+from switchyard.compile.steps.failure import Fallback, caught_into, failure_path
 from switchyard.compile.steps.sub_workflow import sub_workflow
 from switchyard.compile.steps.task import lambda_step
 from switchyard.compile.steps.unit import ITEM_RESULT, Unit
@@ -86,12 +86,13 @@ def map_step(
             after=list(step.after),
             merge=step.merge,
         )
+        render["Comment"] = f"renders the list of items of '{unit.step_id}'"
         render["Next"] = start
         start = block.add(unit.name("items"), render)
         before.append(start)
     failure = failure_path(unit, resume=start, on_error=on_error, fallback=fallback)
     for caught in [*before, name, *after]:
-        block.states[caught]["Catch"] = [catch(["States.ALL"], failure.start)]
+        block.states[caught]["Catch"] = [caught_into(unit, ["States.ALL"], failure.start)]
     return Fragment(start, [Exit(leave), *failure.exits])
 
 
@@ -108,6 +109,7 @@ def _deadline_check(inner: Unit, seconds: int, item_start: str) -> str:
     }
     check: State = {
         "Type": "Choice",
+        "Comment": f"is '{inner.step_id}' still within its timeout of {seconds} s?",
         "Choices": [{**past("$.scope.deadline"), "Next": block.add(inner.name("timed out"), stop)}],
         "Default": item_start,
     }

@@ -47,13 +47,21 @@ def rule_or_score_router(unit: Unit, router: RuleRouter | ScoreRouter) -> Fragme
     fallback = _route(unit, router.default, f"{default_reason}: default")
     fallback_name = block.add(unit.name("default route"), fallback)
     exits.append(Exit(fallback))
-    decide: State = {"Type": "Choice", "Choices": choices, "Default": fallback_name}
+    decide: State = {
+        "Type": "Choice",
+        "Comment": f"'{unit.step_id}': picks the route by its "
+        + ("rules, in order" if isinstance(router, RuleRouter) else "score thresholds"),
+        "Choices": choices,
+        "Default": fallback_name,
+    }
     return Fragment(block.add(unit.name(), decide), exits)
 
 
 def _route(unit: Unit, target: str | None, reason: str) -> State:
+    chosen = f"'{target}'" if target else "no route"
     return {
         "Type": "Pass",
+        "Comment": f"'{unit.step_id}' chose {chosen} ({reason})",
         "Result": {"status": "completed", "output": {"route": target, "reason": reason}},
         "ResultPath": unit.record_path,
     }

@@ -15,7 +15,13 @@ from typing import Any
 
 from switchyard.compile.fragments import Exit, Fragment, State
 from switchyard.compile.retry import retriers
-from switchyard.compile.steps.failure import Fallback, catch, failure_path
+from switchyard.compile.steps.failure import (
+    Fallback,
+    caught_into,
+    failure_path,
+    into_tail,
+    out_of_retries,
+)
 from switchyard.compile.steps.linear_retry import (
     attempts_counter,
     give_up,
@@ -127,6 +133,7 @@ def sub_workflow(
             after=list(getattr(unit.step, "after", [])),
             merge=getattr(unit.step, "merge", "by_step"),
         )
+        render["Comment"] = f"renders the input of '{unit.step_id}' for its child run"
         render["Next"] = task_name
         start = block.add(unit.name("input"), render)
     rendering = start if not pure else None
@@ -144,11 +151,12 @@ def sub_workflow(
     caught_all = False
     if linear:
         loop_start, decide = wait_loop(unit, policy, task_name)
-        decide["Default"] = failure.start
+        decide["Default"] = out_of_retries(unit, failure.start)
         catches, caught_all = loop_catches(policy, loop_start, failure.start)
+        into_tail(catches, unit, failure.start)
     if not caught_all:
-        catches.append(catch(["States.ALL"], failure.start))
+        catches.append(caught_into(unit, ["States.ALL"], failure.start))
     task["Catch"] = catches
     if rendering is not None:
-        block.states[rendering]["Catch"] = [catch(["States.ALL"], failure.start)]
+        block.states[rendering]["Catch"] = [caught_into(unit, ["States.ALL"], failure.start)]
     return Fragment(start, [Exit(task), *failure.exits])

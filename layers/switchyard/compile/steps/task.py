@@ -9,8 +9,11 @@ from switchyard.compile.retry import retriers
 from switchyard.compile.steps.failure import (
     Fallback,
     budget_and_human_catches,
-    catch,
+    caught_into,
+    compact,
     failure_path,
+    into_tail,
+    out_of_retries,
 )
 from switchyard.compile.steps.linear_retry import (
     attempts_counter,
@@ -18,7 +21,14 @@ from switchyard.compile.steps.linear_retry import (
     loop_catches,
     wait_loop,
 )
-from switchyard.compile.steps.unit import LAMBDA_INVOKE, LOOP_RESULT, Unit, function, step_config
+from switchyard.compile.steps.unit import (
+    ITEM_RESULT,
+    LAMBDA_INVOKE,
+    LOOP_RESULT,
+    Unit,
+    function,
+    step_config,
+)
 from switchyard.contract import FunctionName
 from switchyard.model import AgentBody, LlmRouter, OnError, SideEffect, ToolBody
 from switchyard.model.builtin_tools import BUILTIN_TOOLS
@@ -88,6 +98,7 @@ def invocation(unit: Unit, body: Body, *, loop_retries: bool) -> State:
         selector["loop_output.$"] = "$.Payload.loop_output"
     state: State = {
         "Type": "Task",
+        "Comment": _describe(unit, body),
         "Resource": LAMBDA_INVOKE,
         "Parameters": {"FunctionName": function(function_of(body)), "Payload": payload},
         "ResultSelector": selector,
@@ -97,6 +108,20 @@ def invocation(unit: Unit, body: Body, *, loop_retries: bool) -> State:
     if timeout:
         state["TimeoutSeconds"] = timeout
     return state
+
+
+def _describe(unit: Unit, body: Body) -> str:
+    where = ""
+    if unit.record_path == ITEM_RESULT:
+        where = ", once per item of the map"
+    elif unit.record_path == LOOP_RESULT:
+        where = ", once per iteration of the loop"
+    if isinstance(body, AgentBody):
+        tools = f" and the tools {', '.join(body.tools)}" if body.tools else ""
+        return f"'{unit.step_id}': asks the model{tools} (agent_step){where}"
+    if isinstance(body, ToolBody):
+        return f"'{unit.step_id}': calls the tool {body.tool} (tool_step){where}"
+    return f"'{unit.step_id}': asks the model which route to take (router_step){where}"
 
 
 def lambda_step(
@@ -131,10 +156,10 @@ def lambda_step(
     caught_all = False
     if linear:
         loop_start, decide = wait_loop(unit, policy, task_name)
-        decide["Default"] = failure.start
+        decide["Default"] = out_of_retries(unit, failure.start)
         looping, caught_all = loop_catches(policy, loop_start, failure.start)
-        catches += looping
+        catches += into_tail(looping, unit, failure.start)
     if not caught_all:
-        catches.append(catch(["States.ALL"], failure.start))
-    task["Catch"] = catches
+        catches.append(caught_into(unit, ["States.ALL"], failure.start))
+    task["Catch"] = compact(catches)
     return Fragment(start, [Exit(task), *failure.exits])
