@@ -226,6 +226,24 @@ def run_value(
     return str(row[0]), int(row[1])
 
 
+def run_blob(conn: psycopg.Connection[Any], run_id: str, key: str) -> tuple[str, int]:
+    """A large value a step's output refers to (`$switchyard_ref`, kept in `output_blobs`), cut
+    at `MAX_VALUE_BYTES`. Only keys of this run's values: their path names the run."""
+    locate(conn, run_id)
+    if run_id not in key.split("/")[:2]:
+        raise NotFoundError(f"{key!r} is not a value of run {run_id!r}", code="blob_not_found")
+    row = conn.execute(
+        "SELECT substring(body FROM 1 FOR %s), octet_length(body) FROM output_blobs WHERE key = %s",
+        (MAX_VALUE_BYTES, key),
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(
+            f"the value {key!r} is not in this database (expired, or kept in S3)",
+            code="blob_not_found",
+        )
+    return bytes(row[0]).decode("utf-8", errors="replace"), int(row[1])
+
+
 def check_value(which: str) -> Value:
     if which not in ("input", "output"):
         raise BadQueryError(f"ask for 'input' or 'output', not {which!r}")

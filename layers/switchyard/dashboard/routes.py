@@ -5,6 +5,7 @@ call one read of `runs`, `detail` or `stats`, answer.
     GET  /api/dashboard/runs?status=&workflow=&since=&until=&q=&cursor=&limit=
     GET  /api/dashboard/runs/{run_id}
     GET  /api/dashboard/runs/{run_id}/values/{input|output}?step=
+    GET  /api/dashboard/runs/{run_id}/blobs?key=     a large value a `$switchyard_ref` names
     POST /api/dashboard/runs/{run_id}/steps/{step}/approve    body {"note"?, "edits"?}
     POST /api/dashboard/runs/{run_id}/steps/{step}/reject     body {"note"?}
     GET  /api/dashboard/workflows?days=
@@ -97,6 +98,17 @@ def _time(value: str | None, name: str) -> datetime | None:
         raise BadQueryError(f"{name} must be an ISO 8601 time, not {value!r}") from None
 
 
+def _value_response(value: tuple[str, int]) -> Response:
+    """A value as JSON text; its full size in `X-Switchyard-Bytes` (the text may be cut)."""
+    text, size = value
+    return Response(
+        text,
+        media_type="application/json",
+        headers={"Cache-Control": "no-store", "X-Switchyard-Bytes": str(size),
+                 "X-Content-Type-Options": "nosniff"},
+    )  # fmt: skip
+
+
 def dashboard_router(context: ApiContext, feed: LiveFeed, *, token: str | None = None) -> APIRouter:
     """The data API over `context`; with `token`, every request carries it (Authorization:
     Bearer, or the `switchyard_token` cookie the page sets, which EventSource also sends)."""
@@ -159,16 +171,11 @@ def dashboard_router(context: ApiContext, feed: LiveFeed, *, token: str | None =
             kind = detail.check_value(which)
             return read(lambda conn: detail.run_value(conn, run_id, kind, step))()
 
-        def shape(value: tuple[str, int]) -> Response:
-            text, size = value
-            return Response(
-                text,
-                media_type="application/json",
-                headers={"Cache-Control": "no-store", "X-Switchyard-Bytes": str(size),
-                         "X-Content-Type-Options": "nosniff"},
-            )  # fmt: skip
+        return await _answer(query, _value_response)
 
-        return await _answer(query, shape)
+    @router.get("/runs/{run_id}/blobs")
+    async def get_blob(run_id: str, key: Annotated[str, Query(max_length=1000)]) -> Response:
+        return await _answer(read(lambda conn: detail.run_blob(conn, run_id, key)), _value_response)
 
     @router.post("/runs/{run_id}/steps/{step}/{action}")
     async def decide(
