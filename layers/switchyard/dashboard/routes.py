@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import psycopg
-from fastapi import APIRouter, Body, Depends, Header, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -61,6 +61,7 @@ TOKEN_COOKIE = "switchyard_token"
 REVIEWER_HEADER = "X-Switchyard-User"
 HEARTBEAT_SECONDS = 15.0
 MAX_NOTE = 4000
+MAX_BODY = 256 * 1024
 T = TypeVar("T")
 
 
@@ -184,14 +185,12 @@ def dashboard_router(context: ApiContext, feed: LiveFeed, *, token: str | None =
         action: str,
         request: Request,
         reviewer: Annotated[str | None, Header(alias=REVIEWER_HEADER)] = None,
-        body: Annotated[dict[str, Any] | None, Body()] = None,
     ) -> Response:
-        def run() -> dict[str, Any]:
-            return _decide(context, run_id, step, action, reviewer, body or {})
-
-        if request.headers.get("content-type", "").split(";")[0] != "application/json":
-            return error_response(BadQueryError("send the decision as application/json"))
-        return await _answer(run)
+        try:
+            body = _decision_body(request.headers.get("content-type"), await request.body())
+        except DashboardError as error:
+            return error_response(error)
+        return await _answer(lambda: _decide(context, run_id, step, action, reviewer, body))
 
     @router.get("/workflows")
     async def list_workflows(days: int = 30) -> Response:
@@ -247,6 +246,22 @@ def dashboard_router(context: ApiContext, feed: LiveFeed, *, token: str | None =
         )
 
     return router
+
+
+def _decision_body(content_type: str | None, raw: bytes) -> dict[str, Any]:
+    """Only JSON: a cross-site form (which cannot send it, nor the reviewer header) decides
+    nothing."""
+    if (content_type or "").split(";")[0].strip() != "application/json":
+        raise BadQueryError("send the decision as application/json")
+    if len(raw) > MAX_BODY:
+        raise BadQueryError(f"a decision is at most {MAX_BODY} bytes")
+    try:
+        body = json.loads(raw or b"{}")
+    except ValueError:
+        raise BadQueryError('the body is not JSON: send {} or {"note": "..."}') from None
+    if not isinstance(body, dict):
+        raise BadQueryError("the body must be a JSON object")
+    return body
 
 
 def _executions(conn: psycopg.Connection[Any], run_id: str) -> set[int]:
