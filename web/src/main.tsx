@@ -1,13 +1,15 @@
 // switchyard's web app. The dashboard's pages live under /ui/; the visual builder will add its
 // routes (/ui/builder/...) to the same router and share the layout, API client and graph.
+// The two pages people open most (runs, a run) are in the first chunk, so that their data is
+// asked for as soon as it runs; the graph and the charts load beside it.
 import { StrictMode, Suspense, lazy } from "react";
 import { createRoot } from "react-dom/client";
 import { Navigate, RouterProvider, createBrowserRouter } from "react-router-dom";
 import { Layout } from "./components/Layout";
+import RunPage from "./pages/RunPage";
 import { RunsPage } from "./pages/RunsPage";
 import "./styles.css";
 
-const RunPage = lazy(() => import("./pages/RunPage"));
 const WorkflowsPage = lazy(() => import("./pages/WorkflowsPage"));
 const WorkflowPage = lazy(() => import("./pages/WorkflowPage"));
 const CostsPage = lazy(() => import("./pages/CostsPage"));
@@ -23,7 +25,7 @@ const router = createBrowserRouter(
       element: <Layout />,
       children: [
         { index: true, element: <RunsPage /> },
-        { path: "runs/:runId", element: <Later><RunPage /></Later> },
+        { path: "runs/:runId", element: <RunPage /> },
         { path: "workflows", element: <Later><WorkflowsPage /></Later> },
         { path: "workflows/:name", element: <Later><WorkflowPage /></Later> },
         { path: "costs", element: <Later><CostsPage /></Later> },

@@ -13,7 +13,6 @@ from psycopg.rows import dict_row
 from switchyard.dashboard.errors import BadQueryError, ConflictError, NotFoundError
 from switchyard.dashboard.graph import workflow_graph
 from switchyard.dashboard.runs import iso, run_row
-from switchyard.local.report import AmbiguousRunError, RunNotFoundError, find_run
 from switchyard.model.durations import parse_duration
 
 INLINE_BYTES = 16 * 1024
@@ -59,16 +58,30 @@ SELECT event_id, type, at, details FROM sfn_history WHERE execution_id = %s
 """
 
 
+def executions_of(conn: psycopg.Connection[Any], run_id: str) -> list[int]:
+    """The executions a run id (the execution name) or an execution ARN names, newest first;
+    each lookup on its own index (an OR across the join would read every run)."""
+    if run_id.startswith("arn:"):
+        sql = "SELECT id FROM sfn_executions e WHERE arn = %s AND EXISTS (SELECT 1 FROM"
+        sql += " workflow_runs r WHERE r.execution_id = e.id)"
+    else:
+        sql = "SELECT execution_id FROM workflow_runs WHERE run_id = %s"
+    return sorted((int(row[0]) for row in conn.execute(sql.encode(), (run_id,))), reverse=True)
+
+
 def locate(conn: psycopg.Connection[Any], run_id: str) -> int:
-    try:
-        return find_run(conn, run_id)[0]
-    except AmbiguousRunError as exc:
-        raise ConflictError(str(exc), code="ambiguous_run_id") from None
-    except RunNotFoundError:
+    found = executions_of(conn, run_id)
+    if not found:
         raise NotFoundError(
             f"no run {run_id!r}: the runs list (/ui/) shows the runs there are",
             code="run_not_found",
-        ) from None
+        )
+    if len(found) > 1:
+        raise ConflictError(
+            f"{run_id!r} names runs of several workflows: give the execution ARN",
+            code="ambiguous_run_id",
+        )
+    return found[0]
 
 
 def _usd(value: Any) -> float:

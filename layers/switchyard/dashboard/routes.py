@@ -265,14 +265,10 @@ def _decision_body(content_type: str | None, raw: bytes) -> dict[str, Any]:
 
 
 def _executions(conn: psycopg.Connection[Any], run_id: str) -> set[int]:
-    rows = conn.execute(
-        "SELECT r.execution_id FROM workflow_runs r JOIN sfn_executions e"
-        " ON e.id = r.execution_id WHERE r.run_id = %s OR e.arn = %s",
-        (run_id, run_id),
-    ).fetchall()
-    if not rows:
+    found = detail.executions_of(conn, run_id)
+    if not found:
         raise NotFoundError(f"no run {run_id!r}", code="run_not_found")
-    return {int(row[0]) for row in rows}
+    return set(found)
 
 
 def _decide(

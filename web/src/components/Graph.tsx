@@ -39,7 +39,7 @@ function layout(graph: GraphNode[]): Map<string, { x: number; y: number }> {
   return out;
 }
 
-export function Graph({
+export default function Graph({
   graph,
   steps,
   onSelect,

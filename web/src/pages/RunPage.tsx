@@ -1,13 +1,14 @@
 // /ui/runs/<run_id> — one run, live: its graph coloured by step status, each step's numbers,
 // budgets, the open gate with Approve/Reject, the timeline, and the input and output.
-import { useCallback, useState } from "react";
+import { Suspense, lazy, useCallback, useState } from "react";
 import { Link, useParams } from "react-router-dom";
 import { decideGate, getJson, type Gate, type RunDetail, type Step } from "../api";
-import { Graph } from "../components/Graph";
 import { JsonView } from "../components/JsonView";
 import { LiveDot, Problem, StatusBadge } from "../components/Layout";
 import { count, duration, seconds, usd, when } from "../format";
 import { type LiveEvent, useLiveStream, useReload } from "../live";
+
+const Graph = lazy(() => import("../components/Graph"));
 
 const REVIEWER_KEY = "switchyard.reviewer";
 
@@ -99,11 +100,13 @@ export default function RunPage() {
         <GatePanel key={gate.id} gate={gate} runId={data.run_id} onDecided={run.reload} />
       ))}
       <h2>Graph</h2>
-      <Graph
+      <Suspense fallback={<div className="graph" />}>
+        <Graph
         graph={data.graph}
         steps={data.steps}
         onSelect={(step) => document.getElementById(`step-${step}`)?.scrollIntoView({ block: "center" })}
-      />
+        />
+      </Suspense>
       <h2>Steps</h2>
       <table className="grid steps">
         <thead>

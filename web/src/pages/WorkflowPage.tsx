@@ -1,13 +1,14 @@
 // /ui/workflows/<name> — versions, graph, success rate, p50/p95 duration, cost per day, recent runs.
-import { useCallback } from "react";
+import { Suspense, lazy, useCallback } from "react";
 import { useParams } from "react-router-dom";
 import { getJson, type WorkflowDetail } from "../api";
 import { CostPerDay } from "../components/Charts";
-import { Graph } from "../components/Graph";
 import { LiveDot, Problem } from "../components/Layout";
 import { RunsTable } from "../components/RunsTable";
 import { count, seconds, usd, when } from "../format";
 import { useLiveStream, useReload } from "../live";
+
+const Graph = lazy(() => import("../components/Graph"));
 
 export default function WorkflowPage() {
   const name = useParams().name ?? "";
@@ -43,7 +44,9 @@ export default function WorkflowPage() {
       {d.graph.length > 0 && (
         <>
           <h2>Graph</h2>
-          <Graph graph={d.graph} />
+          <Suspense fallback={<div className="graph" />}>
+            <Graph graph={d.graph} />
+          </Suspense>
         </>
       )}
       <h2>Versions</h2>

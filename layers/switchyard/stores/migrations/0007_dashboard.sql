@@ -1,5 +1,5 @@
 -- The dashboard: keyset pages of runs newest first (all runs, by status, by workflow), run ids
--- found by prefix, a day's spend by workflow; and a NOTIFY on `switchyard_dashboard` from every
+-- found by prefix, a run's child runs; and a NOTIFY on `switchyard_dashboard` from every
 -- change to a run, step or gate record, sent when the writer's transaction commits (the engine,
 -- the gate store, the recorder on AWS: whoever writes, the open pages hear of it).
 
@@ -9,6 +9,8 @@ CREATE INDEX workflow_runs_page_by_status
 CREATE INDEX workflow_runs_page_by_workflow
     ON workflow_runs (workflow, started_at DESC, execution_id DESC);
 CREATE INDEX workflow_runs_run_id_prefix ON workflow_runs (run_id text_pattern_ops);
+CREATE INDEX workflow_runs_children ON workflow_runs (parent_execution_id)
+    WHERE parent_execution_id IS NOT NULL;
 
 -- Payloads are small (ids and a status, far below NOTIFY's 8000 bytes); identical ones sent in
 -- one transaction arrive once.
