@@ -12,21 +12,38 @@ export function useLiveStream(run: string | null, onEvent: (event: LiveEvent) =>
   const handler = useRef(onEvent);
   handler.current = onEvent;
   useEffect(() => {
-    const url = `${API}/live${run ? `?run=${encodeURIComponent(run)}` : ""}`;
-    const source = new EventSource(url, { withCredentials: true });
-    source.onopen = () => {
-      setConnected(true);
-      handler.current({ t: "resync" }); // anything missed while disconnected
+    // A browser keeps at most 6 connections per server over HTTP/1.1 and each open stream holds
+    // one: a hidden tab lets its stream go, and reads again when it is shown.
+    let source: EventSource | null = null;
+    const open = () => {
+      if (source) return;
+      const url = `${API}/live${run ? `?run=${encodeURIComponent(run)}` : ""}`;
+      source = new EventSource(url, { withCredentials: true });
+      source.onopen = () => {
+        setConnected(true);
+        handler.current({ t: "resync" }); // anything missed while disconnected
+      };
+      source.onerror = () => setConnected(false);
+      source.onmessage = (message) => {
+        try {
+          handler.current(JSON.parse(message.data) as LiveEvent);
+        } catch {
+          handler.current({ t: "resync" });
+        }
+      };
     };
-    source.onerror = () => setConnected(false);
-    source.onmessage = (message) => {
-      try {
-        handler.current(JSON.parse(message.data) as LiveEvent);
-      } catch {
-        handler.current({ t: "resync" });
-      }
+    const close = () => {
+      source?.close();
+      source = null;
+      setConnected(false);
     };
-    return () => source.close();
+    const onVisibility = () => (document.hidden ? close() : open());
+    if (!document.hidden) open();
+    document.addEventListener("visibilitychange", onVisibility);
+    return () => {
+      document.removeEventListener("visibilitychange", onVisibility);
+      close();
+    };
   }, [run]);
   return connected;
 }
@@ -40,20 +57,44 @@ export type Loaded<T> = {
   mutate: (change: (data: T) => T) => void;
 };
 
-export function useReload<T>(load: (signal: AbortSignal) => Promise<T>, key: string): Loaded<T> {
+/**
+ * `load` once per `key`, and again on `reload()`; reads never overlap, and a read starts at
+ * most once per `spacingMs` (a busy engine's stream of changes becomes a steady rhythm of reads).
+ */
+export function useReload<T>(
+  load: (signal: AbortSignal) => Promise<T>,
+  key: string,
+  spacingMs = 0,
+): Loaded<T> {
   const [data, setData] = useState<T | null>(null);
   const [error, setError] = useState<ApiError | Error | null>(null);
   const [loading, setLoading] = useState(true);
-  const state = useRef({ running: false, again: false, key, controller: null as AbortController | null });
+  const state = useRef({
+    running: false,
+    again: false,
+    key,
+    controller: null as AbortController | null,
+    lastStart: 0,
+    timer: 0,
+  });
   const loader = useRef(load);
   loader.current = load;
 
   const run = useCallback(() => {
     const current = state.current;
-    if (current.running) {
-      current.again = true;
+    if (current.running || current.timer) {
+      current.again = current.running || current.again;
       return;
     }
+    const wait = current.lastStart + spacingMs - Date.now();
+    if (wait > 0) {
+      current.timer = window.setTimeout(() => {
+        current.timer = 0;
+        run();
+      }, wait);
+      return;
+    }
+    current.lastStart = Date.now();
     current.running = true;
     const controller = new AbortController();
     current.controller = controller;
@@ -79,15 +120,19 @@ export function useReload<T>(load: (signal: AbortSignal) => Promise<T>, key: str
           run();
         }
       });
-  }, []);
+  }, [spacingMs]);
 
   useEffect(() => {
     state.current.controller?.abort();
-    state.current = { running: false, again: false, key, controller: null };
+    window.clearTimeout(state.current.timer);
+    state.current = { running: false, again: false, key, controller: null, lastStart: 0, timer: 0 };
     setData(null);
     setError(null);
     run();
-    return () => state.current.controller?.abort();
+    return () => {
+      state.current.controller?.abort();
+      window.clearTimeout(state.current.timer);
+    };
   }, [key, run]);
 
   const mutate = useCallback((change: (data: T) => T) => {

@@ -9,7 +9,7 @@ import { useLiveStream, useReload } from "../live";
 
 export default function CostsPage() {
   const [days, setDays] = useState(30);
-  const costs = useReload((signal) => getJson<Costs>(`/costs?days=${days}`, signal), String(days));
+  const costs = useReload((signal) => getJson<Costs>(`/costs?days=${days}`, signal), String(days), 2000);
   const onEvent = useCallback(() => costs.reload(), [costs.reload]);
   const connected = useLiveStream(null, onEvent);
   return (

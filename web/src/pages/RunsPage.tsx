@@ -29,7 +29,7 @@ function apiQuery(params: URLSearchParams): string {
 export function RunsPage() {
   const [params, setParams] = useSearchParams();
   const query = apiQuery(params);
-  const runs = useReload((signal) => getJson<Page>(`/runs?${query}`, signal), query);
+  const runs = useReload((signal) => getJson<Page>(`/runs?${query}`, signal), query, 250);
   const firstPage = !params.get("cursor");
   const [behind, setBehind] = useState(false);
   const onEvent = useCallback(() => {

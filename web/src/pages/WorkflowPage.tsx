@@ -14,8 +14,7 @@ export default function WorkflowPage() {
   const name = useParams().name ?? "";
   const wf = useReload(
     (signal) => getJson<WorkflowDetail>(`/workflows/${encodeURIComponent(name)}?days=30`, signal),
-    name,
-  );
+    name, 1000);
   const onEvent = useCallback(() => wf.reload(), [wf.reload]);
   const connected = useLiveStream(null, onEvent);
   if (wf.error && !wf.data) return <Problem error={wf.error} retry={wf.reload} />;

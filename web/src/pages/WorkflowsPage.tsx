@@ -7,7 +7,7 @@ import { count, usd, when } from "../format";
 import { useLiveStream, useReload } from "../live";
 
 export default function WorkflowsPage() {
-  const list = useReload((signal) => getJson<{ workflows: WorkflowSummary[] }>("/workflows?days=30", signal), "all");
+  const list = useReload((signal) => getJson<{ workflows: WorkflowSummary[] }>("/workflows?days=30", signal), "all", 1000);
   const onEvent = useCallback(() => list.reload(), [list.reload]);
   const connected = useLiveStream(null, onEvent);
   return (
