@@ -31,7 +31,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -43,6 +42,7 @@ from playwright.sync_api import Browser, Page
 from tests.pg import fresh_database
 from tests.unit.dashboard.browser import approve, chromium, start_support_run
 from tests.unit.dashboard.support import DashboardStack, start_dashboard
+from tests.unit.dashboard.synthetic import insert_wide_run
 
 STATUSES = ["succeeded"] * 80 + ["failed"] * 8 + ["cancelled"] * 2 + ["running"] * 6
 STATUSES += ["waiting"] * 4
@@ -97,46 +97,6 @@ def load_runs(conninfo: str, runs: int) -> None:
         print(f"loaded {runs:,} runs and {runs * 5:,} step records in"
               f" {time.perf_counter() - started:.1f} s")  # fmt: skip
         conn.execute("ANALYZE")
-
-
-def load_wide_run(conninfo: str, machine: str) -> str:
-    """A run of 1,000 steps: 10 chains of 100 tool steps, all completed."""
-    states: dict[str, Any] = {}
-    for chain in range(10):
-        for i in range(100):
-            step = f"c{chain}_s{i}"
-            after = [f"c{chain}_s{i - 1}"] if i else []
-            states[step] = {
-                "Type": "Task",
-                "Resource": "arn:aws:states:::lambda:invoke",
-                "Parameters": {"Payload": {"step_id": step, "step": {
-                    "type": "tool", "tool": "http.request", "after": after}}},
-                "End": True,
-            }  # fmt: skip
-    definition = json.dumps({"StartAt": "c0_s0", "States": states})
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute(
-            "INSERT INTO sfn_definitions (hash, definition) VALUES ('wide', %s)", (definition,)
-        )
-        (execution,) = conn.execute(
-            "INSERT INTO sfn_executions (arn, machine_arn, definition_hash, name, status,"
-            " started_at) VALUES (%s || ':wide', %s, 'wide', 'wide-1000', 'SUCCEEDED', now())"
-            " RETURNING id",
-            (machine, machine),
-        ).fetchone()  # type: ignore[misc]
-        conn.execute(
-            "INSERT INTO workflow_runs (execution_id, run_id, workflow, workflow_version,"
-            " status, started_at, ended_at) VALUES (%s, 'wide-1000', 'wide', 1, 'succeeded',"
-            " now(), now())",
-            (execution,),
-        )
-        conn.execute(
-            "INSERT INTO task_runs (execution_id, step_id, status, attempts, output, started_at,"
-            " ended_at) SELECT %s, s, 'completed', 1, '{\"status\": 200}', now(), now()"
-            " FROM unnest(%s::text[]) s",
-            (execution, list(states)),
-        )
-    return "wide-1000"
 
 
 def page_load(browser: Browser, url: str, selector: str) -> tuple[float, float]:
@@ -274,7 +234,8 @@ def main() -> None:
             (machine,) = conn.execute(
                 "SELECT arn FROM sfn_state_machines WHERE name = 'customer-support'"
             ).fetchone()  # type: ignore[misc]
-        wide = load_wide_run(conninfo, machine)
+        wide = "wide-1000"
+        insert_wide_run(conninfo, machine, wide)
         run_id = start_support_run(board)
         with chromium() as browser:
             pages = {

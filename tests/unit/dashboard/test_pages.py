@@ -6,10 +6,11 @@ import json
 import time
 from collections.abc import Iterator
 
+import psycopg
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.unit.api.support import wait_for
+from tests.unit.api.support import unique, wait_for
 from tests.unit.dashboard.browser import (
     SCREENSHOTS,
     approve,
@@ -19,6 +20,7 @@ from tests.unit.dashboard.browser import (
     usd,
 )
 from tests.unit.dashboard.support import DashboardStack
+from tests.unit.dashboard.synthetic import insert_wide_run
 
 LIVE_LIMIT_S = 2.0
 """The seed's figure: a committed change is on an open page within 2 s."""
@@ -199,3 +201,21 @@ def test_the_workflow_and_costs_pages_show_runs_and_spend(
     page.goto("/ui/costs")
     expect(page.locator("[data-chart=cost-by-model]")).to_contain_text("claude-sonnet-4-5")
     _shot(page, "costs")
+
+
+def test_a_run_of_1000_steps_lists_and_draws_every_step(page: Page, board: DashboardStack) -> None:
+    with board.rest() as rest:
+        machine = rest.get("/workflows/noop").json()
+    with psycopg.connect(board.stack.engine.conninfo) as conn:
+        (arn,) = conn.execute(
+            "SELECT arn FROM sfn_state_machines WHERE name = %s", (machine["name"],)
+        ).fetchone()  # type: ignore[misc]
+    run_id = unique("wide")
+    steps = insert_wide_run(board.stack.engine.conninfo, arn, run_id)
+    page.goto(f"/ui/runs/{run_id}")
+    expect(page.locator("[data-step]")).to_have_count(len(steps))
+    expect(page.locator('[data-step="c9_s99"]')).to_have_attribute("data-status", "completed")
+    expect(page.locator("[data-total=cost]")).to_be_visible()
+    expect(page.locator("[data-graph=drawn]")).to_be_visible(timeout=20_000)  # laid out apart
+    expect(page.locator(".react-flow__node").first).to_be_visible()
+    expect(page.locator(".react-flow__minimap")).to_be_visible()

@@ -1,12 +1,12 @@
 // A workflow's DAG, laid out by dagre (left to right) and drawn by React Flow; each node takes
 // its step's live status as colour. Shared by the run and workflow pages (and, later, the
-// builder). Large graphs render only what is in view.
-import dagre from "@dagrejs/dagre";
+// builder). The layout runs in a worker; large graphs render only what is in view.
 import { Background, Controls, MiniMap, ReactFlow, type Edge, type Node } from "@xyflow/react";
 import "@xyflow/react/dist/style.css";
-import { useMemo } from "react";
+import { useEffect, useState } from "react";
 import type { GraphNode, Step } from "../api";
 import { usd } from "../format";
+import type { LayoutAnswer, LayoutRequest } from "./layout.worker";
 
 const WIDTH = 180;
 const HEIGHT = 56;
@@ -24,19 +24,30 @@ export const STATUS_COLOURS: Record<string, string> = {
   timed_out: "#fecaca",
 };
 
-function layout(graph: GraphNode[]): Map<string, { x: number; y: number }> {
-  const g = new dagre.graphlib.Graph();
-  g.setGraph({ rankdir: "LR", nodesep: 24, ranksep: 56 });
-  g.setDefaultEdgeLabel(() => ({}));
-  for (const node of graph) g.setNode(node.id, { width: WIDTH, height: HEIGHT });
-  for (const node of graph) for (const dep of node.after) g.setEdge(dep, node.id);
-  dagre.layout(g);
-  const out = new Map<string, { x: number; y: number }>();
-  for (const node of graph) {
-    const placed = g.node(node.id);
-    out.set(node.id, { x: (placed?.x ?? 0) - WIDTH / 2, y: (placed?.y ?? 0) - HEIGHT / 2 });
-  }
-  return out;
+let nextRequest = 0;
+
+/** Positions of the graph's nodes, computed in a worker; null until they are. */
+function useLayout(graph: GraphNode[]): Map<string, { x: number; y: number }> | null {
+  const shape = graph.map((n) => `${n.id}<${n.after.join(",")}`).join(";");
+  const [layout, setLayout] = useState<{ shape: string; positions: Map<string, { x: number; y: number }> } | null>(null);
+  useEffect(() => {
+    const worker = new Worker(new URL("./layout.worker.ts", import.meta.url), { type: "module" });
+    const id = ++nextRequest;
+    worker.onmessage = (message: MessageEvent<LayoutAnswer>) => {
+      if (message.data.id !== id) return;
+      setLayout({ shape, positions: new Map(Object.entries(message.data.positions)) });
+      worker.terminate();
+    };
+    const request: LayoutRequest = {
+      id,
+      nodes: graph.map((n) => ({ id: n.id, after: n.after })),
+      width: WIDTH,
+      height: HEIGHT,
+    };
+    worker.postMessage(request);
+    return () => worker.terminate();
+  }, [shape]); // eslint-disable-line react-hooks/exhaustive-deps
+  return layout && layout.shape === shape ? layout.positions : null;
 }
 
 export default function Graph({
@@ -49,8 +60,14 @@ export default function Graph({
   onSelect?: (step: string) => void;
 }) {
   // the layout depends on the shape only, not on the statuses: recomputed when the shape changes
-  const shape = graph.map((n) => `${n.id}<${n.after.join(",")}`).join(";");
-  const positions = useMemo(() => layout(graph), [shape]); // eslint-disable-line react-hooks/exhaustive-deps
+  const positions = useLayout(graph);
+  if (positions === null) {
+    return (
+      <div className="graph placeholder muted" data-graph="laying-out">
+        Laying out {graph.length} steps…
+      </div>
+    );
+  }
   const nodes: Node[] = graph.map((node) => {
     const step = steps?.[node.id];
     const status = step?.status ?? (steps ? "pending" : "");
@@ -93,7 +110,7 @@ export default function Graph({
     })),
   );
   return (
-    <div className="graph">
+    <div className="graph" data-graph="drawn">
       <ReactFlow
         nodes={nodes}
         edges={edges}
