@@ -55,3 +55,24 @@ def insert_wide_run(conninfo: str, machine_arn: str, run_id: str) -> list[str]:
             (execution, steps),
         )
     return steps
+
+
+def insert_child_run(conninfo: str, parent_run_id: str, step: str, child_run_id: str) -> None:
+    """A finished sub-workflow run started by `step` of the parent run (same machine)."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO sfn_executions (arn, machine_arn, definition_hash, name, status,"
+            " started_at) SELECT e.machine_arn || ':' || %(child)s, e.machine_arn,"
+            " e.definition_hash, %(child)s, 'SUCCEEDED', now()"
+            " FROM sfn_executions e JOIN workflow_runs r ON r.execution_id = e.id"
+            " WHERE r.run_id = %(parent)s",
+            {"child": child_run_id, "parent": parent_run_id},
+        )
+        conn.execute(
+            "INSERT INTO workflow_runs (execution_id, run_id, workflow, workflow_version, status,"
+            " started_at, ended_at, parent_execution_id, parent_step)"
+            " SELECT c.id, c.name, r.workflow, r.workflow_version, 'succeeded', now(), now(),"
+            " r.execution_id, %(step)s FROM sfn_executions c, workflow_runs r"
+            " WHERE c.name = %(child)s AND r.run_id = %(parent)s",
+            {"child": child_run_id, "parent": parent_run_id, "step": step},
+        )

@@ -20,7 +20,7 @@ from tests.unit.dashboard.browser import (
     usd,
 )
 from tests.unit.dashboard.support import DashboardStack
-from tests.unit.dashboard.synthetic import insert_wide_run
+from tests.unit.dashboard.synthetic import insert_child_run, insert_wide_run
 
 LIVE_LIMIT_S = 2.0
 """The seed's figure: a committed change is on an open page within 2 s."""
@@ -219,3 +219,18 @@ def test_a_run_of_1000_steps_lists_and_draws_every_step(page: Page, board: Dashb
     expect(page.locator("[data-graph=drawn]")).to_be_visible(timeout=20_000)  # laid out apart
     expect(page.locator(".react-flow__node").first).to_be_visible()
     expect(page.locator(".react-flow__minimap")).to_be_visible()
+
+
+def test_a_sub_workflow_step_links_to_its_child_run_and_back(
+    page: Page, board: DashboardStack
+) -> None:
+    run_id = start_support_run(board)
+    child = unique("child")
+    insert_child_run(board.stack.engine.conninfo, run_id, "research", child)
+    page.goto(f"/ui/runs/{run_id}")
+    page.locator('[data-step="research"]').get_by_role("link", name=child).click()
+    root = page.locator("[data-page=run]")
+    expect(root).to_have_attribute("data-run-id", child)
+    expect(root).to_have_attribute("data-run-status", "succeeded")
+    root.get_by_role("link", name=run_id).click()
+    expect(page.locator("[data-page=run]")).to_have_attribute("data-run-id", run_id)
