@@ -46,6 +46,7 @@ def page(browser: Browser, board: DashboardStack) -> Iterator[Page]:
 
 
 def _shot(page: Page, name: str) -> None:
+    expect(page.locator("[data-graph=laying-out]")).to_have_count(0)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 

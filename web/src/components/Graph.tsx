@@ -3,9 +3,10 @@
 // builder). The layout runs in a worker; large graphs render only what is in view.
 import { Background, Controls, MiniMap, ReactFlow, type Edge, type Node } from "@xyflow/react";
 import "@xyflow/react/dist/style.css";
-import { useEffect, useState } from "react";
+import { useEffect, useMemo, useState } from "react";
 import type { GraphNode, Step } from "../api";
 import { usd } from "../format";
+import { layoutGraph } from "./layout";
 import type { LayoutAnswer, LayoutRequest } from "./layout.worker";
 
 const WIDTH = 180;
@@ -24,18 +25,28 @@ export const STATUS_COLOURS: Record<string, string> = {
   timed_out: "#fecaca",
 };
 
+/** Graphs with more steps than this are laid out in a worker; smaller ones at once. */
+const IN_WORKER = 100;
 let nextRequest = 0;
 
-/** Positions of the graph's nodes, computed in a worker; null until they are. */
-function useLayout(graph: GraphNode[]): Map<string, { x: number; y: number }> | null {
+type Layout = Map<string, { x: number; y: number }>;
+
+/** Positions of the graph's nodes; null while a worker computes them. */
+function useLayout(graph: GraphNode[]): Layout | null {
   const shape = graph.map((n) => `${n.id}<${n.after.join(",")}`).join(";");
-  const [layout, setLayout] = useState<{ shape: string; positions: Map<string, { x: number; y: number }> } | null>(null);
+  const small = graph.length <= IN_WORKER;
+  const direct = useMemo(
+    () => (small ? new Map(Object.entries(layoutGraph(graph, WIDTH, HEIGHT))) : null),
+    [shape], // eslint-disable-line react-hooks/exhaustive-deps
+  );
+  const [computed, setComputed] = useState<{ shape: string; positions: Layout } | null>(null);
   useEffect(() => {
+    if (small) return;
     const worker = new Worker(new URL("./layout.worker.ts", import.meta.url), { type: "module" });
     const id = ++nextRequest;
     worker.onmessage = (message: MessageEvent<LayoutAnswer>) => {
       if (message.data.id !== id) return;
-      setLayout({ shape, positions: new Map(Object.entries(message.data.positions)) });
+      setComputed({ shape, positions: new Map(Object.entries(message.data.positions)) });
       worker.terminate();
     };
     const request: LayoutRequest = {
@@ -47,7 +58,8 @@ function useLayout(graph: GraphNode[]): Map<string, { x: number; y: number }> | 
     worker.postMessage(request);
     return () => worker.terminate();
   }, [shape]); // eslint-disable-line react-hooks/exhaustive-deps
-  return layout && layout.shape === shape ? layout.positions : null;
+  if (direct) return direct;
+  return computed && computed.shape === shape ? computed.positions : null;
 }
 
 export default function Graph({
