@@ -58,6 +58,10 @@ def serve(app: FastAPI) -> Iterator[str]:
 def start_dashboard(
     conninfo: str, root: Path, *, token: str | None = None
 ) -> Iterator[DashboardStack]:
+    if not (WEB_DIST / "index.html").is_file():
+        raise RuntimeError(
+            f"{WEB_DIST} is not built: `make setup` builds it (npm ci && npm run build in web/)"
+        )
     with start_stack(conninfo, root) as stack:
         app = FastAPI()
         dashboard = mount_dashboard(app, stack.server.api.context, token=token, web_dir=WEB_DIST)
