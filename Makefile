@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # Reinstall only when the dependency lists change.
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml package-lock.json 2>/dev/null | sha1sum | cut -c1-12)
 
-.PHONY: setup test lint typecheck unit run bench schema clean chromium
+.PHONY: setup test lint typecheck unit unit-fast run bench schema clean chromium
 
 $(STAMP):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,10 @@ typecheck: setup
 
 unit: setup
 	$(BIN)/pytest
+
+# The edit loop: every test but those marked slow (over 5 s each).
+unit-fast: setup
+	$(BIN)/pytest -m "not slow" -q
 
 test: lint typecheck unit
 

@@ -143,8 +143,9 @@ def main() -> None:
         directory = Path(tmp)
         (directory / "workflows").mkdir()
         (directory / "workflows" / "noop.yaml").write_text(WORKFLOW)
-        (directory / "noop-script.yaml").write_text(SCRIPT)
-        headers = {"X-Switchyard-LLM-Script": str(directory / "noop-script.yaml")}
+        (directory / "workflows" / "scripts").mkdir()  # the server's scripts directory
+        (directory / "workflows" / "scripts" / "noop-script.yaml").write_text(SCRIPT)
+        headers = {"X-Switchyard-LLM-Script": "noop-script.yaml"}
         dev, base = start_dev(url, directory)
         try:
             with httpx.Client(base_url=base, headers=headers, timeout=60) as client:

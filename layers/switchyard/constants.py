@@ -72,6 +72,13 @@ DATABASE_URL_ENV = "DATABASE_URL"
 APPROVAL_BASE_URL_ENV = "SWITCHYARD_APPROVAL_BASE_URL"
 """Base URL of the gate links in the local run report (`<base>/gates/<gate id>`); no deployed
 function reads it yet."""
+SCRIPTS_DIR_ENV = "SWITCHYARD_SCRIPTS_DIR"
+"""The directory the local REST API reads request-named model scripts from
+(`X-Switchyard-LLM-Script`); default the workflows directory's `scripts/`."""
+SFN_ACCESS_KEY_ID_ENV = "SWITCHYARD_SFN_ACCESS_KEY_ID"
+SFN_SECRET_ACCESS_KEY_ENV = "SWITCHYARD_SFN_SECRET_ACCESS_KEY"
+"""When both are set, the local Step Functions port answers only calls SigV4-signed with these
+credentials (as botocore signs every call)."""
 API_TOKEN_ENV = "SWITCHYARD_API_TOKEN"
 """When set, the local REST API (`switchyard dev`) answers only requests that carry
 `Authorization: Bearer <this value>` (all but `GET /healthz`)."""

@@ -10,18 +10,18 @@ The person deciding is the `X-Switchyard-User` header, which these require.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any
 
+from fastapi import APIRouter, Header, Request
+from fastapi.responses import Response
+from pydantic import BaseModel
+
+from switchyard.api.context import ApiContext
 from switchyard.api.errors import BadRequestError, ConflictError, ForbiddenError
-from switchyard.api.messages import (
-    Request,
-    Response,
-    json_response,
-    optional_object,
-    optional_string,
-)
-from switchyard.api.routing import Route
-from switchyard.api.runs import REVIEWER_HEADER, locate, run_link
+from switchyard.api.messages import body_model, check_path_value, check_query, json_response
+from switchyard.api.models import ApproveBody, Decided, RejectBody, ResumeBody, Resumed
+from switchyard.api.routing import Context, RunId, StepId, errors
+from switchyard.api.runs import REVIEWER_HEADER, Body, locate, run_link
 from switchyard.gates import (
     Decision,
     Gate,
@@ -37,70 +37,109 @@ from switchyard.local.run_actions import (
     resume_run,
 )
 
-if TYPE_CHECKING:
-    from switchyard.api.context import ApiContext
+router = APIRouter(tags=["gates"])
+
+Reviewer = Annotated[
+    str,
+    Header(
+        alias=REVIEWER_HEADER,
+        pattern=r"\S",
+        description="Who decides: recorded on the gate and checked against its role.",
+    ),
+]
+"""Required: a request without it (or with only spaces) is `400 missing_reviewer` (the app's
+validation handler names it so)."""
+MISSING_REVIEWER = f"say who decides with the {REVIEWER_HEADER} header"
 
 
-def reviewer(request: Request) -> str:
-    user = (request.header(REVIEWER_HEADER) or "").strip()
+def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return {"requestBody": {"content": {"application/json": {"schema": model.model_json_schema()}}}}
+
+
+def reviewer(user: str) -> str:
+    user = user.strip()
     if not user:
-        raise BadRequestError(
-            f"say who decides with the {REVIEWER_HEADER} header", code="missing_reviewer"
-        )
+        raise BadRequestError(MISSING_REVIEWER, code="missing_reviewer")
     return user
 
 
-def approve(api: ApiContext, request: Request) -> Response:
-    return _approve_or_reject(api, request, "approve")
+_DECIDE_ERRORS = errors(400, 401, 403, 404, 409, 413, 415, 503)
 
 
-def reject(api: ApiContext, request: Request) -> Response:
-    return _approve_or_reject(api, request, "reject")
+@router.post(
+    "/runs/{run_id}/steps/{step}/approve",
+    response_model=Decided,
+    responses=_DECIDE_ERRORS,
+    openapi_extra=_body_schema(ApproveBody),
+)
+def approve(
+    api: Context, request: Request, run_id: RunId, step: StepId, body: Body, user: Reviewer
+) -> Response:
+    """Approve the open gate at `step`."""
+    check_query(request, ())
+    decider = reviewer(user)
+    decided = body_model(ApproveBody, body)
+    decision = Decision("approve", decider, note=decided.note, edits=decided.edits or {})
+    return _decide_at(api, run_id, step, decision)
 
 
-def _approve_or_reject(api: ApiContext, request: Request, action: str) -> Response:
-    request.check_query(())
-    user = reviewer(request)
-    body = request.json_object(("note", "edits") if action == "approve" else ("note",))
-    note = optional_string(body, "note")
-    edits = optional_object(body, "edits") or {}
-    run = locate(api, request)
-    step = request.params["step"]
-    gate = _open_gate(api, run, action, step)
-    decision = Decision(action, user, note=note, edits=edits)  # type: ignore[arg-type]
+@router.post(
+    "/runs/{run_id}/steps/{step}/reject",
+    response_model=Decided,
+    responses=_DECIDE_ERRORS,
+    openapi_extra=_body_schema(RejectBody),
+)
+def reject(
+    api: Context, request: Request, run_id: RunId, step: StepId, body: Body, user: Reviewer
+) -> Response:
+    """Reject the open gate at `step`: the run fails there."""
+    check_query(request, ())
+    decider = reviewer(user)
+    decided = body_model(RejectBody, body)
+    return _decide_at(api, run_id, step, Decision("reject", decider, note=decided.note, edits={}))
+
+
+def _decide_at(api: ApiContext, run_id: str, step: str, decision: Decision) -> Response:
+    check_path_value("step", step)
+    run = locate(api, run_id)
+    gate = _open_gate(api, run, decision.action, step)
     _decide(api, gate, decision)
     return json_response(
         200,
         {
             "run_id": run.run_id,
             "step": gate.step_id,
-            "decision": "approved" if action == "approve" else "rejected",
-            "reviewer": user,
-            "note": note,
+            "decision": "approved" if decision.action == "approve" else "rejected",
+            "reviewer": decision.reviewer,
+            "note": decision.note,
             "links": {"run": run_link(run.run_id)},
         },
     )
 
 
-def resume(api: ApiContext, request: Request) -> Response:
-    request.check_query(())
-    user = reviewer(request)
-    body = request.json_object(("raise_budget_usd", "note"))
-    note = optional_string(body, "note")
-    usd = body.get("raise_budget_usd")
-    if usd is not None and (isinstance(usd, bool) or not isinstance(usd, int | float) or usd <= 0):
-        raise BadRequestError(f"'raise_budget_usd' must be a number above 0, not {usd!r}")
-    run = locate(api, request)
+@router.post(
+    "/runs/{run_id}/resume",
+    response_model=Resumed,
+    responses=_DECIDE_ERRORS,
+    openapi_extra=_body_schema(ResumeBody),
+)
+def resume(api: Context, request: Request, run_id: RunId, body: Body, user: Reviewer) -> Response:
+    """Resume a paused run (its paused step runs again), raising its budget first if asked."""
+    check_query(request, ())
+    decider = reviewer(user)
+    resumed = body_model(ResumeBody, body)
+    usd = resumed.raise_budget_usd
+    run = locate(api, run_id)
     gate = _open_gate(api, run, "resume", None)
     try:
         raised = resume_run(
             run,
             gate,
-            reviewer=user,
+            reviewer=decider,
             pool=api.pool,
             callbacks=api.commands,
-            raise_budget_usd=float(usd) if usd is not None else None,
-            note=note,
+            raise_budget_usd=usd,
+            note=resumed.note,
         )
     except GateDecisionError as exc:
         raise _decision_error(exc) from None
@@ -108,8 +147,8 @@ def resume(api: ApiContext, request: Request) -> Response:
         "run_id": run.run_id,
         "step": gate.step_id,
         "resumed": True,
-        "reviewer": user,
-        "budget_raised_usd": float(usd) if raised and raised.scope and usd is not None else None,
+        "reviewer": decider,
+        "budget_raised_usd": usd if raised and raised.scope and usd is not None else None,
         "budget_raised_scope": raised.scope if raised else None,
         "links": {"run": run_link(run.run_id)},
     }
@@ -138,10 +177,3 @@ def _decision_error(exc: GateDecisionError) -> Exception:
     if isinstance(exc, GateClosedError):
         return ConflictError(str(exc), code="gate_closed")
     return BadRequestError(str(exc), code="invalid_decision")
-
-
-ROUTES = [
-    Route("POST", "/runs/{run_id}/steps/{step}/approve", approve),
-    Route("POST", "/runs/{run_id}/steps/{step}/reject", reject),
-    Route("POST", "/runs/{run_id}/resume", resume),
-]

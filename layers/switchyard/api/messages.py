@@ -1,99 +1,145 @@
-"""A request as handlers see it (apart from any HTTP server), and the response they return.
+"""Bodies and query strings as the routes read them, and the JSON they answer with.
 
-Bodies are JSON both ways. A request body must be sent as `application/json` (or another `+json`
-type); one with no `Content-Type` is read as JSON too, so `curl -d` needs the header only when it
-would send a form."""
+A request body must be sent as `application/json` (or another `+json` type); one with no
+`Content-Type` is read as JSON too, so `curl -d` needs the header only when it would send a form.
+Its JSON is parsed by `switchyard.serving.jsontext`: NaN, Infinity, nesting beyond 64 levels, a
+NUL or a lone surrogate are refused as `400 invalid_json` (PostgreSQL could not store them)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
+
+from fastapi import Request
+from fastapi.responses import Response
+from pydantic import BaseModel, ValidationError
 
 from switchyard.api.errors import BadRequestError, UnsupportedMediaTypeError
+from switchyard.serving import UnholdableJsonError, holdable_text_problem, loads_holdable
 
 JSON_TYPE = "application/json"
+Model = TypeVar("Model", bound=BaseModel)
 
 
-@dataclass(frozen=True)
-class Request:
-    method: str
-    path: str
-    query: Mapping[str, list[str]] = field(default_factory=dict)
-    headers: Mapping[str, str] = field(default_factory=dict)
-    """By lower-case name."""
-    body: bytes = b""
-    params: Mapping[str, str] = field(default_factory=dict)
-    """The route's path parameters (`/runs/{run_id}` → `run_id`), percent-decoded."""
+class _NoBody:
+    """No body at all (JSON `null` is a body, and not an object)."""
 
-    def header(self, name: str) -> str | None:
-        return self.headers.get(name.lower())
+    def __repr__(self) -> str:
+        return "NO_BODY"
 
-    def query_value(self, name: str) -> str | None:
-        values = self.query.get(name)
-        if not values:
-            return None
+
+NO_BODY: Any = _NoBody()
+
+
+async def read_json(request: Request) -> Any:
+    """The body's JSON value; `NO_BODY` when there is none. The body is already bounded: the
+    server read it whole, up to its limit, before the route ran."""
+    body = await request.body()
+    if not body.strip():
+        return NO_BODY
+    content_type = (request.headers.get("content-type") or JSON_TYPE).split(";")[0]
+    content_type = content_type.strip().lower()
+    if content_type != JSON_TYPE and not content_type.endswith("+json"):
+        raise UnsupportedMediaTypeError(
+            f"the body must be JSON (Content-Type: {JSON_TYPE}), not {content_type}"
+        )
+    try:
+        return loads_holdable(body)
+    except UnholdableJsonError as exc:
+        raise BadRequestError(
+            f"the body is not JSON this API can hold: {exc}", code="invalid_json"
+        ) from None
+
+
+def body_model(model: type[Model], value: Any) -> Model:
+    """`value` (a parsed body; `NO_BODY` is `{}`) as `model`, or 400 naming every problem."""
+    if value is NO_BODY:
+        value = {}
+    if not isinstance(value, dict):
+        raise BadRequestError(f"the body must be a JSON object, not {json_type(value)}")
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        raise BadRequestError("; ".join(_problems(model, exc))) from None
+
+
+def _problems(model: type[BaseModel], error: ValidationError) -> list[str]:
+    problems: list[str] = []
+    unknown: list[str] = []
+    for item in error.errors():
+        name = ".".join(str(part) for part in item["loc"])
+        if item["type"] == "extra_forbidden":
+            unknown.append(name)
+            continue
+        given = item.get("input")
+        ctx = item.get("ctx") or {}
+        if "gt" in ctx:
+            problems.append(f"'{name}' must be a number above {ctx['gt']}, not {given!r}")
+        elif "le" in ctx:
+            problems.append(f"'{name}' must be at most {ctx['le']}, not {given!r}")
+        else:
+            expected = _EXPECTED.get(item["type"], "of another type")
+            problems.append(f"'{name}' must be {expected}, not {json_type(given)}")
+    if unknown:
+        takes = ", ".join(model.model_fields) or "nothing"
+        problems.insert(
+            0, f"unknown member(s) {', '.join(sorted(unknown))} in the body (it takes: {takes})"
+        )
+    return problems
+
+
+_EXPECTED = {
+    "string_type": "a string",
+    "dict_type": "a JSON object",
+    "float_type": "a number",
+    "int_type": "a whole number",
+    "bool_type": "true or false",
+    "list_type": "an array",
+}
+
+
+def check_query(request: Request, known: Collection[str]) -> None:
+    """400 for a query parameter the route does not take, one given twice, or a value that
+    PostgreSQL could not hold (FastAPI would silently ignore the first two)."""
+    names = [name for name, _ in request.query_params.multi_items()]
+    unknown = sorted(set(names) - set(known))
+    if unknown:
+        raise BadRequestError(
+            f"unknown query parameter(s) {', '.join(unknown)}"
+            f" (this endpoint takes: {', '.join(known) or 'none'})"
+        )
+    for name in set(names):
+        values = request.query_params.getlist(name)
         if len(values) > 1:
             raise BadRequestError(f"the query parameter '{name}' is given {len(values)} times")
-        return values[0]
-
-    def check_query(self, known: Collection[str]) -> None:
-        unknown = sorted(set(self.query) - set(known))
-        if unknown:
-            raise BadRequestError(
-                f"unknown query parameter(s) {', '.join(unknown)}"
-                f" (this endpoint takes: {', '.join(known) or 'none'})"
-            )
-
-    def json(self) -> Any:
-        """The body's JSON value; None when there is no body."""
-        if not self.body.strip():
-            return None
-        content_type = (self.header("content-type") or JSON_TYPE).split(";")[0].strip().lower()
-        if content_type != JSON_TYPE and not content_type.endswith("+json"):
-            raise UnsupportedMediaTypeError(
-                f"the body must be JSON (Content-Type: {JSON_TYPE}), not {content_type}"
-            )
-        try:
-            return json.loads(self.body, parse_constant=_not_json)
-        except UnicodeDecodeError:
-            raise BadRequestError("the body is not UTF-8 text", code="invalid_json") from None
-        except ValueError as exc:
-            raise BadRequestError(f"the body is not JSON: {exc}", code="invalid_json") from None
-
-    def json_object(self, members: Collection[str]) -> dict[str, Any]:
-        """The body as a JSON object of at most these members ({} when there is no body)."""
-        value = self.json()
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            raise BadRequestError(f"the body must be a JSON object, not {_json_type(value)}")
-        unknown = sorted(set(value) - set(members))
-        if unknown:
-            raise BadRequestError(
-                f"unknown member(s) {', '.join(unknown)} in the body"
-                f" (it takes: {', '.join(members) or 'nothing'})"
-            )
-        return value
+        problem = holdable_text_problem(values[0])
+        if problem is not None:
+            raise BadRequestError(f"the query parameter '{name}' cannot be used: {problem}")
 
 
-@dataclass(frozen=True)
-class Response:
-    status: int
-    body: bytes = b""
-    content_type: str = JSON_TYPE
-    headers: Mapping[str, str] = field(default_factory=dict)
+def check_path_value(name: str, value: str) -> None:
+    problem = holdable_text_problem(value)
+    if problem is not None:
+        raise BadRequestError(f"the path's {name} cannot be used: {problem}")
 
 
 def json_response(status: int, data: Any, headers: Mapping[str, str] | None = None) -> Response:
-    return Response(status, encode(data), headers=dict(headers or {}))
+    return Response(
+        encode(data),
+        status_code=status,
+        media_type=f"{JSON_TYPE}; charset=utf-8",
+        headers={"Cache-Control": "no-store", **(headers or {})},
+    )
 
 
 def encode(data: Any) -> bytes:
-    return json.dumps(data, ensure_ascii=False, default=_default).encode()
+    try:
+        return json.dumps(data, ensure_ascii=False, default=_default).encode()
+    except UnicodeEncodeError:  # a lone surrogate echoed from a request: escape it as JSON does
+        return json.dumps(data, default=_default).encode()
 
 
 def _default(value: Any) -> Any:
@@ -104,11 +150,9 @@ def _default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
-def _not_json(constant: str) -> Any:
-    raise ValueError(f"{constant} is not a JSON value")  # Python reads NaN and Infinity; JSON not
-
-
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object"
     if isinstance(value, list):
         return "an array"
     if isinstance(value, str):
@@ -118,17 +162,3 @@ def _json_type(value: Any) -> str:
     if isinstance(value, int | float):
         return "a number"
     return "null"
-
-
-def optional_string(body: Mapping[str, Any], name: str) -> str | None:
-    value = body.get(name)
-    if value is not None and not isinstance(value, str):
-        raise BadRequestError(f"'{name}' must be a string, not {_json_type(value)}")
-    return value
-
-
-def optional_object(body: Mapping[str, Any], name: str) -> dict[str, Any] | None:
-    value = body.get(name)
-    if value is not None and not isinstance(value, dict):
-        raise BadRequestError(f"'{name}' must be a JSON object, not {_json_type(value)}")
-    return value

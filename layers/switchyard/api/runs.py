@@ -16,10 +16,14 @@ import os
 import re
 import secrets
 from datetime import UTC, datetime
-from functools import lru_cache
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any
 
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import Response
+from pydantic import BeforeValidator, Field
+
+from switchyard.api.catalog import CatalogEntry
+from switchyard.api.context import ApiContext
 from switchyard.api.errors import (
     ApiError,
     BadRequestError,
@@ -27,15 +31,33 @@ from switchyard.api.errors import (
     ForbiddenError,
     NotFoundError,
 )
-from switchyard.api.messages import Request, Response, json_response, optional_string
-from switchyard.api.routing import Route
-from switchyard.api.workflows import CatalogEntry, find_workflow
+from switchyard.api.messages import (
+    NO_BODY,
+    body_model,
+    check_path_value,
+    check_query,
+    json_response,
+    json_type,
+    read_json,
+)
+from switchyard.api.models import (
+    NO_NUL,
+    RUN_INPUT_SCHEMA,
+    CancelBody,
+    Cancelled,
+    RunList,
+    RunStarted,
+    RunStatus,
+    RunView,
+)
+from switchyard.api.routing import Context, RunId, WorkflowName, errors
+from switchyard.api.scripts import ScriptRefusedError
+from switchyard.api.workflows import Version, find_workflow
 from switchyard.constants import API_KEY_ENV, LLM_SCRIPT_ENV
 from switchyard.engine import errors as engine_errors
 from switchyard.gates import GateForbiddenError
 from switchyard.local.model_access import has_model_credentials, needs_model
 from switchyard.local.report import (
-    RUN_STATUSES,
     AmbiguousRunError,
     RunNotFoundError,
     find_run,
@@ -46,14 +68,16 @@ from switchyard.local.run_actions import RunEndedError, RunRef, cancel_run, loca
 from switchyard.platform.run_start import InvalidRunInputError, check_inputs
 from switchyard.runtime.providers import load_script
 
-if TYPE_CHECKING:
-    from switchyard.api.context import ApiContext
-
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 LLM_SCRIPT_HEADER = "X-Switchyard-LLM-Script"
 REVIEWER_HEADER = "X-Switchyard-User"
 MAX_LIST = 500
-_RUN_ID = re.compile(r"^[0-9A-Za-z_-]{1,80}$")  # a Step Functions execution name
+RUN_ID_PATTERN = r"^[0-9A-Za-z_-]{1,80}$"
+"""A Step Functions execution name, as an Idempotency-Key must be."""
+_RUN_ID = re.compile(RUN_ID_PATTERN)
+
+router = APIRouter(tags=["runs"])
+Body = Annotated[Any, Depends(read_json)]
 
 
 def run_link(run_id: str) -> str:
@@ -64,22 +88,65 @@ def new_run_id() -> str:
     return f"run-{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(6)}"
 
 
+def _blank_is_none(value: Any) -> Any:
+    return value or None  # `?status=` filters nothing, as no status at all
+
+
 # --- POST /workflows/{name}/runs --------------------------------------------------------------
 
 
-def start_run(api: ApiContext, request: Request) -> Response:
-    request.check_query(("version",))
-    entry = find_workflow(api, request)
+@router.post(
+    "/workflows/{name}/runs",
+    status_code=201,
+    response_model=RunStarted,
+    responses={
+        200: {"model": RunStarted, "description": "An Idempotency-Key named this run before."},
+        **errors(400, 401, 404, 409, 413, 415, 503),
+    },
+    openapi_extra={
+        "requestBody": {
+            "required": False,
+            "content": {"application/json": {"schema": RUN_INPUT_SCHEMA}},
+        }
+    },
+)
+def start_run(
+    api: Context,
+    request: Request,
+    name: WorkflowName,
+    body: Body,
+    version: Version = None,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias=IDEMPOTENCY_HEADER,
+            description="Becomes the run id: a request sent twice starts one run.",
+            json_schema_extra={"pattern": RUN_ID_PATTERN},
+        ),
+    ] = None,
+    llm_script: Annotated[
+        str | None,
+        Header(
+            alias=LLM_SCRIPT_HEADER,
+            description="A model script of the server's scripts directory to answer from.",
+        ),
+    ] = None,
+) -> Response:
+    """Start a run; the body is the run's input."""
+    check_query(request, ("version",))
+    entry = find_workflow(api, name, version)
+    if body is not NO_BODY and not isinstance(body, dict):
+        raise BadRequestError(f"the body must be a JSON object, not {json_type(body)}")
     try:
-        inputs = check_inputs(entry.installed.workflow.inputs, request.json())
+        inputs = check_inputs(entry.installed.workflow.inputs, {} if body is NO_BODY else body)
     except InvalidRunInputError as exc:
         raise BadRequestError(
             "invalid run input: " + "; ".join(exc.problems),
             code="invalid_input",
             details={"problems": exc.problems},
         ) from None
-    options = _model_options(request, entry)
-    key = request.header(IDEMPOTENCY_HEADER)
+    options = _model_options(api, llm_script, entry)
+    key = idempotency_key
     if key is not None:
         if not _RUN_ID.match(key):
             raise BadRequestError(
@@ -147,36 +214,37 @@ def _status(api: ApiContext, run_id: str) -> str | None:
     return str(row[0]) if row else None
 
 
-def _model_options(request: Request, entry: CatalogEntry) -> dict[str, Any]:
-    """The run's stored model script (header, else the server's SWITCHYARD_LLM_SCRIPT); a run
-    whose agent steps could neither answer from a script nor call a model is refused."""
-    path = request.header(LLM_SCRIPT_HEADER) or os.environ.get(LLM_SCRIPT_ENV)
-    if path:
-        return {"llm_script": _script(path)}
+def _model_options(api: ApiContext, header: str | None, entry: CatalogEntry) -> dict[str, Any]:
+    """The run's stored model script (the header's, from the scripts directory; else the
+    server's own SWITCHYARD_LLM_SCRIPT); a run whose agent steps could neither answer from a
+    script nor call a model is refused."""
+    if header:  # an empty header is no header, as it always was
+        return {"llm_script": _script(api, header)}
+    configured = os.environ.get(LLM_SCRIPT_ENV)
+    if configured:  # the operator's own setting: trusted, read as `switchyard run` reads it
+        return {"llm_script": dict(load_script(configured))}
     if needs_model([entry.installed.workflow]) and not has_model_credentials():
         raise BadRequestError(
             f"{entry.name} has agent or LLM router steps, and the server has no model"
             f" credentials: start it with {API_KEY_ENV} set, or answer from a script with the"
-            f" {LLM_SCRIPT_HEADER} header (a path on the server; format: docs/cli.md)",
+            f" {LLM_SCRIPT_HEADER} header (a file of the server's scripts directory; format:"
+            " docs/cli.md)",
             code="no_model",
         )
     return {}
 
 
-def _script(path: str) -> dict[str, Any]:
-    try:
-        stat = Path(path).stat()
-        return _load_script(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
-    except Exception as exc:  # unreadable, not YAML, not a script: the caller's to fix
+def _script(api: ApiContext, name: str) -> dict[str, Any]:
+    if api.scripts is None:
         raise BadRequestError(
-            f"cannot read the model script {path}: {exc}", code="bad_llm_script"
-        ) from None
-
-
-@lru_cache(maxsize=32)
-def _load_script(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
-    """Parsed once per version of the file (the mtime and size are the cache key)."""
-    return dict(load_script(path))
+            f"this server has no scripts directory, so {LLM_SCRIPT_HEADER} cannot be used"
+            " (start it with --workflows DIR holding DIR/scripts, or --scripts DIR)",
+            code="bad_llm_script",
+        )
+    try:
+        return api.scripts.load(name)
+    except ScriptRefusedError as exc:
+        raise BadRequestError(str(exc), code="bad_llm_script") from None
 
 
 # --- GET /runs, GET /runs/{run_id} ------------------------------------------------------------
@@ -190,59 +258,88 @@ def execution_status(api: ApiContext, execution_id: int) -> str | None:
     return str(row[0]) if row else None
 
 
-def get_runs(api: ApiContext, request: Request) -> Response:
-    request.check_query(("status", "workflow", "limit"))
-    status = request.query_value("status") or None
-    if status is not None and status not in RUN_STATUSES:
-        raise BadRequestError(f"status must be one of {', '.join(RUN_STATUSES)}, not {status!r}")
-    raw = request.query_value("limit") or "50"
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIST:
-        raise BadRequestError(f"limit must be a whole number from 1 to {MAX_LIST}, not {raw!r}")
+@router.get("/runs", response_model=RunList, responses=errors(400, 401, 503))
+def get_runs(
+    api: Context,
+    request: Request,
+    status: Annotated[
+        RunStatus | None, BeforeValidator(_blank_is_none), Query(description="Only runs of it.")
+    ] = None,
+    workflow: Annotated[
+        Annotated[str, Field(pattern=NO_NUL)] | None,
+        BeforeValidator(_blank_is_none),
+        Query(description="Only runs of this workflow (empty: of any)."),
+    ] = None,
+    limit: Annotated[
+        Annotated[int, Field(ge=1, le=MAX_LIST)] | None,
+        BeforeValidator(_blank_is_none),
+        Query(description="How many runs at most (default 50)."),
+    ] = None,
+) -> Response:
+    """The latest runs first."""
+    check_query(request, ("status", "workflow", "limit"))
     with api.pool.connection() as conn:
-        runs = list_runs(
-            conn, status=status, limit=int(raw), workflow=request.query_value("workflow") or None
-        )
+        runs = list_runs(conn, status=status, limit=limit or 50, workflow=workflow)
     for run in runs:
         run["links"] = {"self": run_link(run["run_id"])}
     return json_response(200, {"runs": runs})
 
 
-def get_run(api: ApiContext, request: Request) -> Response:
-    request.check_query(())
+@router.get("/runs/{run_id}", response_model=RunView, responses=errors(400, 401, 404, 409, 503))
+def get_run(api: Context, request: Request, run_id: RunId) -> Response:
+    """One run, exactly as `switchyard run --json` prints it."""
+    check_query(request, ())
+    check_path_value("run id", run_id)
     with api.pool.connection() as conn:
         try:
-            execution_id, _ = find_run(conn, request.params["run_id"])
+            execution_id, _ = find_run(conn, run_id)
         except RunNotFoundError as exc:
-            raise _not_found(request, exc) from None
+            raise _not_found(run_id, exc) from None
         view = run_view(conn, execution_id)
     return json_response(200, view.data)
 
 
-def locate(api: ApiContext, request: Request) -> RunRef:
+def locate(api: ApiContext, run_id: str) -> RunRef:
     """The run of a `/runs/{run_id}` path; 404 when there is none."""
+    check_path_value("run id", run_id)
     with api.pool.connection() as conn:
         try:
-            return locate_run(conn, request.params["run_id"])
+            return locate_run(conn, run_id)
         except RunNotFoundError as exc:
-            raise _not_found(request, exc) from None
+            raise _not_found(run_id, exc) from None
 
 
-def _not_found(request: Request, error: RunNotFoundError) -> ApiError:
+def _not_found(run_id: str, error: RunNotFoundError) -> ApiError:
     if isinstance(error, AmbiguousRunError):
         return ConflictError(str(error), code="ambiguous_run_id")
-    run_id = request.params["run_id"]
     return NotFoundError(f"no run {run_id!r} (GET /runs lists the runs)", code="run_not_found")
 
 
 # --- POST /runs/{run_id}/cancel -----------------------------------------------------------------
 
 
-def cancel(api: ApiContext, request: Request) -> Response:
-    request.check_query(())
-    body = request.json_object(("note",))
-    note = optional_string(body, "note")
-    user = request.header(REVIEWER_HEADER)
-    run = locate(api, request)
+@router.post(
+    "/runs/{run_id}/cancel",
+    response_model=Cancelled,
+    responses=errors(400, 401, 403, 404, 409, 413, 415, 503),
+    openapi_extra={
+        "requestBody": {"content": {"application/json": {"schema": CancelBody.model_json_schema()}}}
+    },
+)
+def cancel(
+    api: Context,
+    request: Request,
+    run_id: RunId,
+    body: Body,
+    user: Annotated[
+        str | None,
+        Header(alias=REVIEWER_HEADER, description="Who cancels (required for operators)."),
+    ] = None,
+) -> Response:
+    """Stop a run that has not ended."""
+    check_query(request, ())
+    note = body_model(CancelBody, body).note
+    run = locate(api, run_id)
     cause = note or (f"cancelled by {user}" if user else "cancelled through the REST API")
     try:
         cancel_run(run, pool=api.pool, callbacks=api.commands, note=cause, reviewer=user)
@@ -258,11 +355,3 @@ def cancel(api: ApiContext, request: Request) -> Response:
             "links": {"self": run_link(run.run_id)},
         },
     )
-
-
-ROUTES = [
-    Route("POST", "/workflows/{name}/runs", start_run),
-    Route("GET", "/runs", get_runs),
-    Route("GET", "/runs/{run_id}", get_run),
-    Route("POST", "/runs/{run_id}/cancel", cancel),
-]

@@ -1,159 +1,69 @@
-"""The HTTP server of the REST API: the standard library's threading server (one thread per
-connection, keep-alive), each request answered by `RestApi`. The same pattern as the Step
-Functions endpoint (`switchyard.engine.api.server`).
+"""The HTTP server of the REST API: the FastAPI app (`create_app`) served by uvicorn
+(`switchyard.serving`), with the limits of `REST_LIMITS`, and its own connection pool.
 
-Bodies are read by `Content-Length` (chunked bodies are refused with 411) up to `MAX_BODY`.
-The log has the method, path, status and time of each request, never a header or a body.
+The pool checks a connection before lending it (`ConnectionPool.check_connection`), so a
+connection the database dropped (a restart, `pg_terminate_backend`) is replaced rather than
+handed to a request. The log has the method, path, status and time of each request at DEBUG,
+never a header, a query string or a body.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Iterator
+import os
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
+from fastapi import APIRouter, FastAPI
 from psycopg_pool import ConnectionPool
 
-from switchyard.api.app import RestApi, error_response
-from switchyard.api.context import ApiContext
-from switchyard.api.errors import (
-    ApiError,
-    BadRequestError,
-    LengthRequiredError,
-    PayloadTooLargeError,
-)
-from switchyard.api.messages import Request, Response
-from switchyard.api.workflows import WorkflowCatalog, install_directory
-from switchyard.engine.api.server import serving_in_thread
+from switchyard.api.app import create_app, error_body
+from switchyard.api.catalog import WorkflowCatalog, install_directory
+from switchyard.api.context import ApiContext, Health
+from switchyard.api.scripts import ScriptDirectory
+from switchyard.constants import SCRIPTS_DIR_ENV
 from switchyard.engine.engine import Engine
+from switchyard.serving import HttpServer, Limits, serving_in_thread
 
 log = logging.getLogger("switchyard.api")
 
 DEFAULT_PORT = 8080
-MAX_BODY = 1024 * 1024
-"""Bytes; a run's input is at most 256 KiB on Step Functions."""
-IDLE_SECONDS = 120
-"""A keep-alive connection idle this long is closed (each holds a thread)."""
+REST_LIMITS = Limits(max_body=1024 * 1024)
+"""A run's input is at most 256 KiB on Step Functions; 1 MiB leaves room for the JSON around it."""
+POOL_SIZE = 8
+POOL_NAME = "switchyard-rest-api"
+"""The pool's name, and its connections' `application_name` in `pg_stat_activity`."""
 
 
-class RestApiServer(ThreadingHTTPServer):
-    daemon_threads = True
+class RestApiServer(HttpServer):
+    """The REST API bound to its address; `app` is the FastAPI app, `context` what it serves."""
 
-    def __init__(self, address: tuple[str, int], api: RestApi) -> None:
-        self.api = api
-        super().__init__(address, _RequestHandler)
-
-    @property
-    def url(self) -> str:
-        host, port = str(self.server_address[0]), int(self.server_address[1])
-        shown = "127.0.0.1" if host in ("", "0.0.0.0") else host
-        return f"http://{f'[{shown}]' if ':' in shown else shown}:{port}"
-
-    def server_close(self) -> None:
-        super().server_close()
-        self.api.close()
-
-
-class _RequestHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive
-    disable_nagle_algorithm = True  # headers and body go out as two writes: no 40 ms stall
-    timeout = IDLE_SECONDS
-    server: RestApiServer
-
-    def do_GET(self) -> None:
-        self._serve()
-
-    def do_HEAD(self) -> None:
-        self._serve()
-
-    def do_OPTIONS(self) -> None:
-        self._serve()
-
-    def do_POST(self) -> None:
-        self._serve()
-
-    def do_PUT(self) -> None:
-        self._serve()
-
-    def do_PATCH(self) -> None:
-        self._serve()
-
-    def do_DELETE(self) -> None:
-        self._serve()
-
-    def _serve(self) -> None:
-        started = time.perf_counter()
-        try:
-            request = self._request()
-        except ApiError as error:
-            self.close_connection = True  # the body was not read: the stream is out of step
-            response = error_response(error)
-        else:
-            response = self.server.api.handle(request)
-        self._send(response)
-        log.debug(
-            "%s %s %d %.1f ms",
-            self.command,
-            urlsplit(self.path).path,
-            response.status,
-            (time.perf_counter() - started) * 1000,
+    def __init__(
+        self, address: tuple[str, int], app: FastAPI, context: ApiContext, limits: Limits
+    ) -> None:
+        self.context = context
+        super().__init__(
+            app,
+            address[0],
+            address[1],
+            limits=limits,
+            error_body=error_body,
+            on_close=context.close,
         )
 
-    def _request(self) -> Request:
-        url = urlsplit(self.path)
-        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            raise LengthRequiredError("send the body with a Content-Length, not chunked")
-        raw = self.headers.get("Content-Length") or "0"
-        if not raw.isdigit():
-            raise BadRequestError(f"Content-Length must be a number of bytes, not {raw!r}")
-        length = int(raw)
-        if length > MAX_BODY:
-            raise PayloadTooLargeError(f"the body is {length} bytes; at most {MAX_BODY} are read")
-        body = self.rfile.read(length) if length else b""
-        return Request(
-            method=self.command,
-            path=url.path,
-            query=parse_qs(url.query, keep_blank_values=True),
-            headers={name.lower(): value for name, value in self.headers.items()},
-            body=body,
-        )
 
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """What the standard library answers by itself (a malformed request line, headers too
-        long, a method no route could have) is JSON too."""
-        try:
-            phrase = HTTPStatus(code).phrase
-        except ValueError:
-            phrase = "Error"
-        error = ApiError(message or phrase, code=phrase.lower().replace(" ", "_").replace("-", "_"))
-        error.status = code
-        self.close_connection = True
-        self._send(error_response(error))
-
-    def _send(self, response: Response) -> None:
-        self.send_response(response.status)
-        self.send_header("Content-Type", f"{response.content_type}; charset=utf-8")
-        self.send_header("Content-Length", str(len(response.body)))
-        self.send_header("Cache-Control", "no-store")
-        for name, value in response.headers.items():
-            self.send_header(name, value)
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(response.body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # _serve logs each request (without its query string); errors go to the log too
-
-    def log_error(self, format: str, *args: Any) -> None:
-        log.debug("%s %s", self.address_string(), format % args)
+def scripts_directory(
+    workflows_dir: Path | None, scripts_dir: Path | None
+) -> ScriptDirectory | None:
+    """Where request-named model scripts are read from: `scripts_dir`, else SWITCHYARD_SCRIPTS_DIR,
+    else the workflows directory's `scripts/`; None when there is none of these."""
+    chosen = scripts_dir or (
+        Path(os.environ[SCRIPTS_DIR_ENV]) if os.environ.get(SCRIPTS_DIR_ENV) else None
+    )
+    if chosen is None and workflows_dir is not None:
+        chosen = workflows_dir / "scripts"
+    return ScriptDirectory(chosen) if chosen is not None else None
 
 
 def serve_rest_api(
@@ -162,12 +72,18 @@ def serve_rest_api(
     port: int = DEFAULT_PORT,
     *,
     workflows_dir: Path | None = None,
+    scripts_dir: Path | None = None,
     token: str | None = None,
     report: Callable[[str], None] | None = None,
+    routers: Iterable[APIRouter] = (),
+    health: Health | None = None,
+    limits: Limits = REST_LIMITS,
 ) -> RestApiServer:
     """Install the workflows of `workflows_dir` into a started engine and bind the REST API;
     the caller runs `serve_forever()` and, to stop, `shutdown()` then `server_close()`. Port 0
-    takes a free port. `token`: the bearer token every request but `/healthz` must carry."""
+    takes a free port. `token`: the bearer token every request but `/healthz` must carry;
+    `routers`: more routes on the same server; `health`: what `/healthz` reports (default: the
+    API's pool reaches the database)."""
     catalog = WorkflowCatalog()
     if workflows_dir is not None:
         with engine.read() as store:
@@ -178,16 +94,20 @@ def serve_rest_api(
     pool = ConnectionPool(
         engine.conninfo,
         min_size=1,
-        max_size=8,
+        max_size=POOL_SIZE,
         open=True,
-        kwargs={"autocommit": True},
-        name="switchyard-rest-api",
+        kwargs={"autocommit": True, "application_name": POOL_NAME},
+        check=ConnectionPool.check_connection,
+        name=POOL_NAME,
     )
-    api = RestApi(ApiContext(engine, pool, catalog), token=token)
+    context = ApiContext(
+        engine, pool, catalog, scripts=scripts_directory(workflows_dir, scripts_dir), health=health
+    )
     try:
-        return RestApiServer((host, port), api)
+        app = create_app(context, token=token, routers=routers)
+        return RestApiServer((host, port), app, context, limits)
     except BaseException:
-        api.close()
+        context.close()
         raise
 
 
@@ -198,12 +118,25 @@ def rest_api_in_thread(
     port: int = 0,
     *,
     workflows_dir: Path | None = None,
+    scripts_dir: Path | None = None,
     token: str | None = None,
     report: Callable[[str], None] | None = None,
+    routers: Iterable[APIRouter] = (),
+    health: Health | None = None,
+    limits: Limits = REST_LIMITS,
 ) -> Iterator[RestApiServer]:
     """The API served from a background thread while the block runs (tests, notebooks)."""
     server = serve_rest_api(
-        engine, host, port, workflows_dir=workflows_dir, token=token, report=report
+        engine,
+        host,
+        port,
+        workflows_dir=workflows_dir,
+        scripts_dir=scripts_dir,
+        token=token,
+        report=report,
+        routers=routers,
+        health=health,
+        limits=limits,
     )
     with serving_in_thread(server, "switchyard-rest-api") as serving:
         yield serving

@@ -1,119 +1,30 @@
-"""The workflows the API starts runs of: every valid workflow file of one directory, installed
-into the engine when the server starts (compiled, its state machine created or updated, a version
-published). A file that does not validate is reported with its diagnostics and skipped; it never
-stops the server.
-
-    GET /workflows                  the installed workflows: name, version, inputs
-    GET /workflows/{name}           one of them (its latest version; `?version=N` for another)
-"""
+"""The installed workflows (`switchyard.api.catalog`), as the API lists them: `GET /workflows`
+(name, version, inputs of each) and `GET /workflows/{name}` (one of them: its latest version, or
+`?version=N`)."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Annotated
 
-from switchyard.api.errors import BadRequestError, NotFoundError
-from switchyard.api.messages import Request, Response, json_response
-from switchyard.api.routing import Route
-from switchyard.engine.arns import Arns
-from switchyard.engine.store import EngineStore
-from switchyard.local.workflows import Installed, install
-from switchyard.validate.catalog import WORKFLOW_SUFFIXES
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
 
-if TYPE_CHECKING:
-    from switchyard.api.context import ApiContext
+from switchyard.api.catalog import CatalogEntry
+from switchyard.api.context import ApiContext
+from switchyard.api.errors import NotFoundError
+from switchyard.api.messages import check_query, json_response
+from switchyard.api.models import WorkflowDescription, WorkflowList
+from switchyard.api.routing import Context, WorkflowName, errors
 
-Report = Callable[[str], None]
+router = APIRouter(tags=["workflows"])
 
-
-def _stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+Version = Annotated[
+    int | None, Query(ge=1, description="A version of the workflow; default its latest.")
+]
 
 
-@dataclass(frozen=True)
-class CatalogEntry:
-    installed: Installed
-    path: Path
-
-    @property
-    def name(self) -> str:
-        return self.installed.workflow.name
-
-    @property
-    def version(self) -> int:
-        return self.installed.workflow.version
-
-    def describe(self) -> dict[str, Any]:
-        workflow = self.installed.workflow
-        return {
-            "name": workflow.name,
-            "version": workflow.version,
-            "description": workflow.description,
-            "inputs": workflow.inputs,
-            "file": self.path.name,
-            "links": {"runs": f"/workflows/{workflow.name}/runs"},
-        }
-
-
-class WorkflowCatalog:
-    def __init__(self, entries: Iterable[CatalogEntry] = ()) -> None:
-        self._entries: dict[tuple[str, int], CatalogEntry] = {}
-        for entry in entries:
-            self._entries.setdefault((entry.name, entry.version), entry)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def entries(self) -> list[CatalogEntry]:
-        return sorted(self._entries.values(), key=lambda e: (e.name, e.version))
-
-    def names(self) -> list[str]:
-        return sorted({name for name, _ in self._entries})
-
-    def find(self, name: str, version: int | None = None) -> CatalogEntry | None:
-        """The workflow's given version, else its latest."""
-        if version is not None:
-            return self._entries.get((name, version))
-        versions = [entry for (n, _), entry in self._entries.items() if n == name]
-        return max(versions, key=lambda e: e.version) if versions else None
-
-
-def install_directory(
-    store: EngineStore, arns: Arns, directory: Path, *, report: Report = _stderr
-) -> WorkflowCatalog:
-    """Install every workflow file of `directory` (not its subfolders: scripts and inputs live
-    there); a file that cannot be installed is reported and skipped."""
-    entries: list[CatalogEntry] = []
-    seen: dict[tuple[str, int], Path] = {}
-    for path in sorted(p for p in directory.iterdir() if p.suffix in WORKFLOW_SUFFIXES):
-        if not path.is_file():
-            continue
-        try:
-            installed = install(store, arns, path)
-        except Exception as exc:  # a bad file is skipped, whatever is wrong with it
-            report(f"switchyard: skipped {path}: {exc}")
-            continue
-        key = (installed.workflow.name, installed.workflow.version)
-        if key in seen:
-            report(f"switchyard: skipped {path}: {key[0]} v{key[1]} is also {seen[key]}")
-            continue
-        seen[key] = path
-        entries.append(CatalogEntry(installed, path))
-    return WorkflowCatalog(entries)
-
-
-def find_workflow(api: ApiContext, request: Request) -> CatalogEntry:
+def find_workflow(api: ApiContext, name: str, version: int | None) -> CatalogEntry:
     """The workflow a `/workflows/{name}` path names (`?version=N`, else the latest)."""
-    name = request.params["name"]
-    raw = request.query_value("version")
-    version: int | None = None
-    if raw is not None:
-        if not raw.isdigit():
-            raise BadRequestError(f"version must be a whole number, not {raw!r}")
-        version = int(raw)
     entry = api.catalog.find(name, version)
     if entry is None:
         known = ", ".join(api.catalog.names()) or "none"
@@ -124,17 +35,19 @@ def find_workflow(api: ApiContext, request: Request) -> CatalogEntry:
     return entry
 
 
-def list_workflows(api: ApiContext, request: Request) -> Response:
-    request.check_query(())
+@router.get("/workflows", response_model=WorkflowList, responses=errors(400, 401))
+def list_workflows(api: Context, request: Request) -> Response:
+    """The installed workflows: name, version, description, inputs."""
+    check_query(request, ())
     return json_response(200, {"workflows": [e.describe() for e in api.catalog.entries()]})
 
 
-def get_workflow(api: ApiContext, request: Request) -> Response:
-    request.check_query(("version",))
-    return json_response(200, find_workflow(api, request).describe())
-
-
-ROUTES = [
-    Route("GET", "/workflows", list_workflows),
-    Route("GET", "/workflows/{name}", get_workflow),
-]
+@router.get(
+    "/workflows/{name}", response_model=WorkflowDescription, responses=errors(400, 401, 404)
+)
+def get_workflow(
+    api: Context, request: Request, name: WorkflowName, version: Version = None
+) -> Response:
+    """One installed workflow (its latest version unless `version`)."""
+    check_query(request, ("version",))
+    return json_response(200, find_workflow(api, name, version).describe())

@@ -13,7 +13,7 @@ from typing import Any
 
 from switchyard.cli.common import CommandError, say
 from switchyard.cli.exit_codes import ExitCode
-from switchyard.constants import API_TOKEN_ENV, APPROVAL_BASE_URL_ENV
+from switchyard.constants import API_TOKEN_ENV, APPROVAL_BASE_URL_ENV, SCRIPTS_DIR_ENV
 from switchyard.engine.engine import Engine
 from switchyard.engine.serve import EngineProcess
 from switchyard.local.database import open_database
@@ -40,7 +40,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--host",
         default="127.0.0.1",
         help="address of the REST API (default 127.0.0.1: this machine only); the Step "
-        "Functions API, which has no authentication, stays on 127.0.0.1",
+        "Functions API stays on 127.0.0.1 (SigV4-checked when SWITCHYARD_SFN_ACCESS_KEY_ID and "
+        "SWITCHYARD_SFN_SECRET_ACCESS_KEY are set)",
     )
     parser.add_argument(
         "--workflows",
@@ -48,11 +49,20 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="DIR",
         help="install the workflow files of DIR and serve them (default ./workflows if it exists)",
     )
+    parser.add_argument(
+        "--scripts",
+        type=Path,
+        metavar="DIR",
+        help="the only directory X-Switchyard-LLM-Script may name model scripts in (default "
+        f"{SCRIPTS_DIR_ENV}, else the workflows directory's scripts/)",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     workflows_dir = _workflows_dir(args.workflows)
+    if args.scripts is not None and not args.scripts.is_dir():
+        raise CommandError(f"--scripts {args.scripts}: no such directory")
     token = os.environ.get(API_TOKEN_ENV) or None
     database = open_database()
     stop = threading.Event()
@@ -63,7 +73,12 @@ def run(args: argparse.Namespace) -> int:
         from switchyard.api import serve_rest_api
 
         return serve_rest_api(
-            engine, args.host, args.port, workflows_dir=workflows_dir, token=token
+            engine,
+            args.host,
+            args.port,
+            workflows_dir=workflows_dir,
+            scripts_dir=args.scripts,
+            token=token,
         )
 
     process = EngineProcess(database.conninfo, sfn_port=args.sfn_port, extra_servers=[rest_api])
@@ -79,11 +94,14 @@ def run(args: argparse.Namespace) -> int:
     # gates' links (`waiting_for[].approve_url`) point at this server unless configured
     os.environ.setdefault(APPROVAL_BASE_URL_ENV, api.url)
     served = (
-        f"{len(api.api.context.catalog)} workflow(s) from {workflows_dir}"
+        f"{len(api.context.catalog)} workflow(s) from {workflows_dir}"
         if workflows_dir
         else "no workflows directory"
     )
     say(f"REST API: {api.url} · {served}" + (" · bearer token required" if token else ""))
+    scripts = api.context.scripts
+    if scripts is not None:
+        say(f"model scripts (X-Switchyard-LLM-Script): {scripts.root}")
     say(f"Step Functions API: {process.sfn_url}")
     say("engine running · Ctrl-C stops")
     try:

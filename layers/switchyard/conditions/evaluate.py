@@ -13,9 +13,7 @@ The compiler turns conditions into Choice rules; the step runtime evaluates some
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any
 
 from switchyard.conditions.ast import (
@@ -33,6 +31,7 @@ from switchyard.conditions.ast import (
     Path,
 )
 from switchyard.conditions.parser import parse_condition
+from switchyard.conditions.string_matches import string_matches
 
 _MISSING = object()
 
@@ -77,7 +76,7 @@ def _eval(expr: Expr, ctx: Mapping[str, Any]) -> bool:
         return any(_compare("==", value, literal.value) for literal in expr.values)
     if isinstance(expr, Matches):
         value = resolve_path(expr.path, ctx)
-        return isinstance(value, str) and _glob(expr.pattern).fullmatch(value) is not None
+        return isinstance(value, str) and string_matches(expr.pattern, value)
     if isinstance(expr, Exists):
         return resolve_path(expr.path, ctx) is not _MISSING
     if isinstance(expr, IsNull):
@@ -123,18 +122,3 @@ def _compare(op: str, left: Any, right: Any) -> bool:
     if op == ">":
         return bool(left > right)
     return bool(left >= right)
-
-
-@lru_cache(maxsize=512)
-def _glob(pattern: str) -> re.Pattern[str]:
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\" and i + 1 < len(pattern) and pattern[i + 1] in "*\\":
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        out.append(".*" if char == "*" else re.escape(char))
-        i += 1
-    return re.compile("".join(out), re.DOTALL)

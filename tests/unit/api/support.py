@@ -83,7 +83,7 @@ class Stack:
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
 
     def script_header(self, workflow: str) -> dict[str, str]:
-        return {"X-Switchyard-LLM-Script": str(self.scripts / f"{workflow}.yaml")}
+        return {"X-Switchyard-LLM-Script": f"{workflow}.yaml"}
 
 
 def unique(prefix: str) -> str:
@@ -175,7 +175,8 @@ def handler_environment(conninfo: str) -> Iterator[None]:
 
 @contextmanager
 def start_stack(conninfo: str, root: Path, *, token: str | None = None) -> Iterator[Stack]:
-    directory, scripts = root / "workflows", root / "scripts"
+    directory = root / "workflows"
+    scripts = directory / "scripts"  # the server's scripts directory (its default place)
     directory.mkdir()
     scripts.mkdir()
     write_workflows(directory, scripts)

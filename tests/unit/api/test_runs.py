@@ -253,7 +253,7 @@ def test_a_run_id_two_workflows_share_is_409_and_its_arn_tells_them_apart(
     stack: Stack, client: httpx.Client
 ) -> None:
     run_id = start(client, stack, "noop", {}).json()["run_id"]
-    pause = stack.server.api.context.catalog.find("pause")
+    pause = stack.server.context.catalog.find("pause")
     assert pause is not None
     started = stack.engine.submit(StartExecution(pause.installed.version_arn, run_id, {}))
 

@@ -5,7 +5,6 @@ which botocore raises the matching exception (`client.exceptions.ExecutionDoesNo
 
 from __future__ import annotations
 
-import json
 import logging
 
 import psycopg
@@ -21,6 +20,7 @@ from switchyard.engine.api.operation import ApiContext, Operation, Request
 from switchyard.engine.api.shapes import check_request
 from switchyard.engine.engine import Engine
 from switchyard.engine.errors import EngineError
+from switchyard.serving.jsontext import UnholdableJsonError, loads_bounded
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +74,8 @@ def _request(body: bytes) -> Request:
     if not body.strip():
         return {}
     try:
-        request = json.loads(body)
-    except ValueError as exc:
+        request = loads_bounded(body)
+    except UnholdableJsonError as exc:
         raise SerializationException(f"The request body is not JSON: {exc}") from None
     if not isinstance(request, dict):
         raise SerializationException("The request body must be a JSON object")

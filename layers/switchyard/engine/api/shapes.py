@@ -21,6 +21,7 @@ from botocore.model import (  # type: ignore[import-untyped]
 
 from switchyard.engine.api.errors import SerializationException, UnknownOperationException
 from switchyard.engine.errors import ValidationException
+from switchyard.serving.jsontext import holdable_text_problem
 
 SERVICE = "stepfunctions"
 
@@ -91,8 +92,14 @@ def _check_value(shape: Shape, value: Any, path: str, problems: list[str]) -> No
             _check_value(shape.member, item, f"{path}.{index}.member", problems)
     elif isinstance(shape, MapShape):
         for key, item in value.items():
+            if holdable_text_problem(key) is not None:
+                broken("have keys without a NUL character or a lone surrogate")
+                continue
             _check_value(shape.value, item, f"{path}.{key}", problems)
     elif isinstance(value, str):
+        if holdable_text_problem(value) is not None:
+            broken("not contain a NUL character or a lone surrogate")
+            return
         _check_length(broken, len(value))
         if shape.enum and value not in shape.enum:
             broken(f"satisfy enum value set: [{', '.join(shape.enum)}]")
@@ -139,7 +146,10 @@ class _Broken:
 
 def _shown(shape: Shape, value: Any) -> str:
     """`Value 'x'`; sensitive or long values are not echoed back, as AWS does not."""
-    if shape.metadata.get("sensitive") or len(str(value)) > _SHOWN_VALUE_LENGTH:
+    shown = str(value)
+    if shape.metadata.get("sensitive") or len(shown) > _SHOWN_VALUE_LENGTH:
+        return "Value"
+    if holdable_text_problem(shown) is not None:
         return "Value"
     return f"Value '{value}'"
 

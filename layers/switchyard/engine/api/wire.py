@@ -9,10 +9,15 @@ from datetime import datetime
 from typing import Any
 
 from switchyard.engine import errors
+from switchyard.serving.jsontext import UnholdableJsonError, loads_holdable
 
 
 def encode(body: dict[str, Any]) -> bytes:
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False, default=_default).encode()
+    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False, default=_default)
+    try:
+        return text.encode()
+    except UnicodeEncodeError:  # a lone surrogate echoed from a request: escape it as JSON does
+        return json.dumps(body, separators=(",", ":"), default=_default).encode()
 
 
 def _default(value: Any) -> Any:
@@ -22,15 +27,13 @@ def _default(value: Any) -> Any:
 
 
 def json_member(text: str, error: type[errors.EngineError], what: str) -> Any:
-    """The JSON value of a text member; `error` (e.g. InvalidExecutionInput) when it is not JSON."""
+    """The JSON value of a text member; `error` (e.g. InvalidExecutionInput) when it is not JSON,
+    or is JSON the engine cannot store (a NUL or a lone surrogate in a string, nesting beyond
+    `MAX_JSON_DEPTH`: `switchyard.serving.jsontext`)."""
     try:
-        return json.loads(text, parse_constant=_not_json)
-    except ValueError as exc:
+        return loads_holdable(text)
+    except UnholdableJsonError as exc:
         raise error(f"Invalid {what}: '{exc}'") from None
-
-
-def _not_json(constant: str) -> Any:
-    raise ValueError(f"{constant} is not a JSON value")  # Python reads NaN and Infinity; JSON not
 
 
 # --- ARNs ------------------------------------------------------------------------------------

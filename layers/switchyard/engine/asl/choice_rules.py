@@ -11,12 +11,11 @@ Semantics, as Step Functions has them:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
+from switchyard.conditions.string_matches import string_matches
 from switchyard.engine.asl.errors import AslFailure, InvalidPathError, StatesError, to_json_text
 from switchyard.engine.asl.json_values import is_number
 from switchyard.engine.asl.jsonpath import (
@@ -195,7 +194,7 @@ def _order(operator: str, left: Any, right: Any) -> bool:
 
 def _compare(operator: str, left: Any, right: Any) -> bool:
     if operator == "StringMatches":
-        return isinstance(left, str) and isinstance(right, str) and _matcher(right)(left)
+        return isinstance(left, str) and isinstance(right, str) and string_matches(right, left)
     if operator.startswith("String"):
         if not (isinstance(left, str) and isinstance(right, str)):
             return False
@@ -211,23 +210,6 @@ def _compare(operator: str, left: Any, right: Any) -> bool:
     if left_time is None or right_time is None:
         return False
     return _order(operator, left_time, right_time)
-
-
-@lru_cache(maxsize=1024)
-def _matcher(pattern: str) -> Callable[[str], bool]:
-    """StringMatches: `*` matches any run of characters; `\\*` and `\\\\` are literal."""
-    parts: list[str] = []
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\" and i + 1 < len(pattern) and pattern[i + 1] in "*\\":
-            parts.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        parts.append(".*" if char == "*" else re.escape(char))
-        i += 1
-    regex = re.compile("".join(parts), re.DOTALL)
-    return lambda text: regex.fullmatch(text) is not None
 
 
 # -- parsing -----------------------------------------------------------------------------------

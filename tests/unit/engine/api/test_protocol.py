@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+from email.message import Message
 from typing import Any
 
 import pytest
@@ -36,7 +37,7 @@ REQUIRED = {
 }
 
 
-def _post(endpoint: Endpoint, target: str, body: bytes) -> tuple[int, dict[str, str], Any]:
+def _post(endpoint: Endpoint, target: str, body: bytes) -> tuple[int, Message, Any]:
     request = urllib.request.Request(
         endpoint.url,
         data=body,
@@ -45,9 +46,9 @@ def _post(endpoint: Endpoint, target: str, body: bytes) -> tuple[int, dict[str, 
     )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, dict(response.headers), json.loads(response.read())
+            return response.status, response.headers, json.loads(response.read())
     except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), json.loads(error.read())
+        return error.code, error.headers, json.loads(error.read())
 
 
 def test_every_required_operation_is_served() -> None:
