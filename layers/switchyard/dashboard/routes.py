@@ -32,6 +32,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from switchyard.api.auth import BearerToken
+from switchyard.api.routing import PUBLIC
 from switchyard.dashboard import detail, stats
 from switchyard.dashboard.errors import (
     BadQueryError,
@@ -128,7 +129,14 @@ def dashboard_router(context: ApiContext, feed: LiveFeed, *, token: str | None =
             headers={"WWW-Authenticate": 'Bearer realm="switchyard"'},
         )
 
-    router = APIRouter(prefix=PREFIX, dependencies=[Depends(authorized)])
+    # PUBLIC to the REST API's own token check (header only): this router checks the token
+    # itself, by header or by cookie, which is all an EventSource can send
+    router = APIRouter(
+        prefix=PREFIX,
+        dependencies=[Depends(authorized)],
+        tags=["dashboard"],
+        include_in_schema=False,
+    )
     pool = context.pool
 
     def read(fn: Callable[[psycopg.Connection[Any]], T]) -> Callable[[], T]:
@@ -138,7 +146,7 @@ def dashboard_router(context: ApiContext, feed: LiveFeed, *, token: str | None =
 
         return run
 
-    @router.get("/runs")
+    @router.get("/runs", openapi_extra=PUBLIC)
     async def list_runs(
         status: str | None = None,
         workflow: str | None = None,
@@ -162,11 +170,11 @@ def dashboard_router(context: ApiContext, feed: LiveFeed, *, token: str | None =
 
         return await _answer(query)
 
-    @router.get("/runs/{run_id}")
+    @router.get("/runs/{run_id}", openapi_extra=PUBLIC)
     async def get_run(run_id: str) -> Response:
         return await _answer(read(lambda conn: detail.run_detail(conn, run_id)))
 
-    @router.get("/runs/{run_id}/values/{which}")
+    @router.get("/runs/{run_id}/values/{which}", openapi_extra=PUBLIC)
     async def get_value(run_id: str, which: str, step: str | None = None) -> Response:
         def query() -> tuple[str, int]:
             kind = detail.check_value(which)
@@ -174,11 +182,11 @@ def dashboard_router(context: ApiContext, feed: LiveFeed, *, token: str | None =
 
         return await _answer(query, _value_response)
 
-    @router.get("/runs/{run_id}/blobs")
+    @router.get("/runs/{run_id}/blobs", openapi_extra=PUBLIC)
     async def get_blob(run_id: str, key: Annotated[str, Query(max_length=1000)]) -> Response:
         return await _answer(read(lambda conn: detail.run_blob(conn, run_id, key)), _value_response)
 
-    @router.post("/runs/{run_id}/steps/{step}/{action}")
+    @router.post("/runs/{run_id}/steps/{step}/{action}", openapi_extra=PUBLIC)
     async def decide(
         run_id: str,
         step: str,
@@ -192,23 +200,23 @@ def dashboard_router(context: ApiContext, feed: LiveFeed, *, token: str | None =
             return error_response(error)
         return await _answer(lambda: _decide(context, run_id, step, action, reviewer, body))
 
-    @router.get("/workflows")
+    @router.get("/workflows", openapi_extra=PUBLIC)
     async def list_workflows(days: int = 30) -> Response:
         return await _answer(
             read(lambda conn: {"workflows": stats.workflows(conn, stats.check_days(days))})
         )
 
-    @router.get("/workflows/{name}")
+    @router.get("/workflows/{name}", openapi_extra=PUBLIC)
     async def get_workflow(name: str, days: int = 30) -> Response:
         return await _answer(
             read(lambda conn: stats.workflow_detail(conn, name, stats.check_days(days)))
         )
 
-    @router.get("/costs")
+    @router.get("/costs", openapi_extra=PUBLIC)
     async def get_costs(days: int = 30) -> Response:
         return await _answer(read(lambda conn: stats.costs(conn, stats.check_days(days))))
 
-    @router.get("/live")
+    @router.get("/live", openapi_extra=PUBLIC)
     async def live(request: Request, run: str | None = None) -> Response:
         if run is None:
             wants: Callable[[Event], bool] = lambda e: e.get("t") in ("run", "gate")  # noqa: E731

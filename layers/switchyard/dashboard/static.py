@@ -1,6 +1,7 @@
 """The built web app (`web/dist`, made by `npm ci && npm run build` in `web/`) served at `/ui/`:
-hashed assets cached for good, every other `/ui/...` path answered with `index.html` (the app's
-router draws the page), and `/` sent to `/ui/`."""
+hashed assets cached for good, `/ui` and every other `/ui/...` path answered with `index.html`
+(the app's router draws the page), and `/` sent to `/ui/`. The routes are `PUBLIC` to the REST
+app's token check: the pages hold no data."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.responses import FileResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
+
+from switchyard.api.routing import PUBLIC
 
 WEB_DIR_ENV = "SWITCHYARD_WEB_DIR"
 """Where the built app is; default: `web/dist` of the source tree this library is in."""
@@ -42,16 +45,18 @@ def mount_static(app: FastAPI, web_dir: Path | None = None) -> None:
             return FileResponse(candidate)
         return FileResponse(index, headers={"Cache-Control": "no-cache"})
 
-    app.add_api_route("/", to_ui, methods=["GET", "HEAD"], include_in_schema=False)
-    app.add_api_route("/ui", to_ui, methods=["GET", "HEAD"], include_in_schema=False)
+    public = {"include_in_schema": False, "openapi_extra": PUBLIC, "methods": ["GET", "HEAD"]}
+    app.add_api_route("/", to_ui, **public)  # type: ignore[arg-type]
+    # `/ui` too: the REST app strips a trailing slash before routing (`/ui/` arrives as `/ui`)
+    app.add_api_route("/ui", page, **public)  # type: ignore[arg-type]
     assets = root / "assets"
     app.mount(
         "/ui/assets",
         _ImmutableFiles(directory=assets, check_dir=False),
         name="dashboard-assets",
     )
-    app.add_api_route("/ui/", page, methods=["GET", "HEAD"], include_in_schema=False)
-    app.add_api_route("/ui/{path:path}", page, methods=["GET", "HEAD"], include_in_schema=False)
+    app.add_api_route("/ui/", page, **public)  # type: ignore[arg-type]
+    app.add_api_route("/ui/{path:path}", page, **public)  # type: ignore[arg-type]
 
 
 class _ImmutableFiles(StaticFiles):

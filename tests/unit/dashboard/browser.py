@@ -39,12 +39,13 @@ def usd(value: float) -> str:
 
 
 def script(board: DashboardStack, name: str, changes: dict[str, Any]) -> str:
-    """A copy of customer-support's model script with some answers replaced; its path."""
+    """A copy of customer-support's model script with some answers replaced, in the server's
+    scripts directory; its name (what `X-Switchyard-LLM-Script` names)."""
     data = yaml.safe_load((WORKFLOWS / "scripts" / "customer-support.yaml").read_text())
     data.update(changes)
     path = board.stack.scripts / f"{name}.yaml"
     path.write_text(yaml.safe_dump(data))
-    return str(path)
+    return path.name
 
 
 def start_support_run(

@@ -1,20 +1,22 @@
 """The dashboard in front of a real engine: the REST API's test bed (`tests.unit.api.support`:
-engine, step functions, scripted models, REST API) plus a FastAPI app with the dashboard mounted,
-served by uvicorn on a free port of 127.0.0.1."""
+engine, step functions, scripted models, REST API) plus a second REST app on the same context
+(`create_app`, as `switchyard dev` makes it) with the dashboard mounted, served by the project's
+HTTP server on a free port of 127.0.0.1."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-import uvicorn
 from fastapi import FastAPI
 
+from switchyard.api.app import create_app, error_body
+from switchyard.api.server import REST_LIMITS
 from switchyard.dashboard import Dashboard, mount_dashboard
+from switchyard.serving import HttpServer, serving_in_thread
 from tests.unit.api.support import Stack, start_stack
 
 WEB_DIST = Path(__file__).resolve().parents[3] / "web" / "dist"
@@ -34,24 +36,14 @@ class DashboardStack:
 
 
 @contextmanager
-def serve(app: FastAPI) -> Iterator[str]:
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=2
-        )
-    )
-    thread = threading.Thread(target=server.run, name="dashboard-test-server", daemon=True)
-    thread.start()
-    while not server.started:
-        if not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        threading.Event().wait(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+def serve(app: FastAPI, dashboard: Dashboard) -> Iterator[str]:
+    """`app` on a free port; the dashboard's streams end first, so that the server stops at once."""
+    server = HttpServer(app, "127.0.0.1", 0, limits=REST_LIMITS, error_body=error_body)
+    with serving_in_thread(server, "dashboard-test-server"):
+        try:
+            yield server.url
+        finally:
+            dashboard.close()
 
 
 @contextmanager
@@ -63,10 +55,7 @@ def start_dashboard(
             f"{WEB_DIST} is not built: `make setup` builds it (npm ci && npm run build in web/)"
         )
     with start_stack(conninfo, root) as stack:
-        app = FastAPI()
-        dashboard = mount_dashboard(app, stack.server.api.context, token=token, web_dir=WEB_DIST)
-        try:
-            with serve(app) as url:
-                yield DashboardStack(stack, dashboard, url)
-        finally:
-            dashboard.close()
+        app = create_app(stack.server.context, token=token)
+        dashboard = mount_dashboard(app, stack.server.context, token=token, web_dir=WEB_DIST)
+        with serve(app, dashboard) as url:
+            yield DashboardStack(stack, dashboard, url)
