@@ -22,6 +22,8 @@ from tests.unit.dashboard.browser import (
 from tests.unit.dashboard.support import DashboardStack
 from tests.unit.dashboard.synthetic import insert_child_run, insert_wide_run
 
+pytestmark = pytest.mark.slow  # a browser per module, a real run per test: seconds each
+
 LIVE_LIMIT_S = 2.0
 """The seed's figure: a committed change is on an open page within 2 s."""
 XSS = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
