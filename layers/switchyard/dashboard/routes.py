@@ -74,6 +74,12 @@ def error_response(error: DashboardError) -> JSONResponse:
     )
 
 
+UNREADABLE = BadQueryError(
+    "the request has a value the database cannot hold (a NUL character?): check the run id,"
+    " workflow or search text"
+)
+
+
 def _json(data: Any) -> JSONResponse:
     return JSONResponse(data, headers={"Cache-Control": "no-store"})
 
@@ -84,6 +90,8 @@ async def _answer(read: Callable[[], T], shape: Callable[[T], Response] = _json)
         return shape(await run_in_threadpool(read))
     except DashboardError as error:
         return error_response(error)
+    except psycopg.DataError:  # a NUL character in a run id, say: no row could have it
+        return error_response(UNREADABLE)
     except psycopg.OperationalError:
         log.warning("dashboard read: the database is unavailable")
         return error_response(
@@ -225,6 +233,8 @@ def dashboard_router(context: ApiContext, feed: LiveFeed, *, token: str | None =
                 executions = await run_in_threadpool(read(lambda c: _executions(c, run)))
             except DashboardError as error:
                 return error_response(error)
+            except psycopg.DataError:
+                return error_response(UNREADABLE)
             wants = lambda e: e.get("e") in executions or e.get("r") == run  # noqa: E731
         subscription = feed.subscribe(wants)
 

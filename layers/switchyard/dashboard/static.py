@@ -39,10 +39,11 @@ def mount_static(app: FastAPI, web_dir: Path | None = None) -> None:
     async def page(path: str = "") -> Response:
         if not index.is_file():
             return PlainTextResponse(missing, status_code=503)
-        candidate = (root / path).resolve()
         # a file at the top of dist (favicon.svg) as itself; any other path is a page of the app
-        if path and "/" not in path and candidate.parent == root and candidate.is_file():
-            return FileResponse(candidate)
+        if path and "/" not in path and "\x00" not in path:
+            candidate = (root / path).resolve()
+            if candidate.parent == root and candidate.is_file():
+                return FileResponse(candidate)
         return FileResponse(index, headers={"Cache-Control": "no-cache"})
 
     public = {"include_in_schema": False, "openapi_extra": PUBLIC, "methods": ["GET", "HEAD"]}

@@ -73,6 +73,10 @@ def test_bad_queries_are_refused_with_what_to_do(board: DashboardStack) -> None:
             "/api/dashboard/runs/no-such-run": "no run 'no-such-run'",
             "/api/dashboard/workflows/no-such-workflow": "no workflow 'no-such-workflow'",
             "/api/dashboard/runs/no-such-run/values/input": "no run",
+            "/api/dashboard/runs/nul%00id": "cannot hold",
+            "/api/dashboard/runs?q=nul%00": "cannot hold",
+            "/api/dashboard/live?run=nul%00id": "cannot hold",
+            "/api/dashboard/workflows/nul%00": "cannot hold",
         }
         for path, message in cases.items():
             answer = client.get(path)
@@ -199,6 +203,13 @@ def test_the_app_is_served_at_ui_and_the_root_goes_there(board: DashboardStack) 
         assert client.get("/ui/assets/missing.js").status_code == 404
         assert client.get("/ui/../pyproject.toml").status_code in (200, 404)
         assert "[project]" not in client.get("/ui/..%2F..%2Fpyproject.toml").text
+        assert client.get("/ui/nul%00byte").status_code == 200  # a page of the app, no error
+        decided = client.post(
+            "/api/dashboard/runs/nul%00/steps/x/approve",
+            json={},
+            headers={"X-Switchyard-User": "ann"},
+        )
+        assert decided.status_code == 400
 
 
 def test_a_token_guards_the_data_api_by_header_or_cookie(board: DashboardStack) -> None:
