@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # Reinstall only when the dependency lists change.
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml package-lock.json 2>/dev/null | sha1sum | cut -c1-12)
 
-.PHONY: setup test lint typecheck unit unit-fast run bench schema clean
+.PHONY: setup test lint typecheck unit unit-fast run bench schema clean chromium
 
 $(STAMP):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,7 +15,25 @@ $(STAMP):
 	@if [ -f package-lock.json ]; then npm ci --silent --no-audit --no-fund; fi
 	@rm -f $(VENV)/.installed-* && touch $@
 
-setup: $(STAMP)
+# The dashboard's web app (web/): its own node_modules, built into web/dist, which the server
+# serves at /ui/. Rebuilt when its lock file or a source changes.
+WEB_SOURCES := $(shell find web/src -type f 2>/dev/null) web/index.html web/vite.config.ts web/tsconfig.json
+web/node_modules/.package-lock.json: web/package-lock.json
+	cd web && npm ci --silent --no-audit --no-fund
+	@touch $@
+
+web/dist/index.html: web/node_modules/.package-lock.json $(WEB_SOURCES)
+	cd web && npm run --silent build
+
+# The browser tests drive Debian's chromium (Playwright's own downloads are not reachable).
+chromium:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get install -y chromium || (apt-get update && apt-get install -y chromium); \
+	  else echo "The browser tests need /usr/bin/chromium: sudo apt-get install -y chromium"; fi; \
+	fi
+
+setup: $(STAMP) web/dist/index.html chromium
 
 lint: setup
 	$(BIN)/ruff check .
@@ -52,4 +70,4 @@ schema: setup
 	$(BIN)/switchyard schema > schema/workflow.schema.json
 
 clean:
-	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) node_modules web/node_modules web/dist .pytest_cache .mypy_cache .ruff_cache

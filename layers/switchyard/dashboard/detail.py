@@ -1,0 +1,263 @@
+"""One run as its page shows it: totals and budgets, each step (status, attempts, duration,
+model, tokens, USD, error), its graph, the open gates with their data, child runs, the event
+timeline. Values larger than `INLINE_BYTES` are left out and fetched on demand."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any, Literal
+
+import psycopg
+from psycopg.rows import dict_row
+
+from switchyard.dashboard.errors import BadQueryError, ConflictError, NotFoundError
+from switchyard.dashboard.graph import workflow_graph
+from switchyard.dashboard.runs import iso, run_row
+from switchyard.model.durations import parse_duration
+
+INLINE_BYTES = 16 * 1024
+TIMELINE_EVENTS = 500
+MAX_VALUE_BYTES = 8 * 1024 * 1024
+"""A value fetched on demand is cut here: a browser tab is not a place for more."""
+
+Value = Literal["input", "output"]
+
+_RUN_SQL = """
+SELECT r.*, e.arn, d.definition,
+       octet_length(r.input::text) AS input_bytes, octet_length(r.output::text) AS output_bytes,
+       CASE WHEN octet_length(r.input::text) <= %(inline)s THEN r.input END AS input_inline,
+       CASE WHEN octet_length(r.output::text) <= %(inline)s THEN r.output END AS output_inline,
+       (SELECT run_id FROM workflow_runs p WHERE p.execution_id = r.parent_execution_id)
+           AS parent_run_id,
+       (SELECT count(*) FROM sfn_history h WHERE h.execution_id = r.execution_id) AS events
+  FROM workflow_runs r
+  JOIN sfn_executions e ON e.id = r.execution_id
+  JOIN sfn_definitions d ON d.hash = e.definition_hash
+ WHERE r.execution_id = %(id)s
+"""
+_STEPS_SQL = """
+SELECT step_id, item, status, attempts, error, cost_usd, input_tokens, output_tokens,
+       cache_read_tokens, model, provider, started_at, ended_at,
+       octet_length(output::text) AS output_bytes,
+       CASE WHEN octet_length(output::text) <= %(inline)s THEN output END AS output_inline
+  FROM task_runs WHERE execution_id = %(id)s
+ ORDER BY started_at NULLS LAST, step_id, item
+"""
+_GATES_SQL = """
+SELECT id, step_id, kind, tier, assignee, message, show, allow_edit, request, deadline,
+       created_at
+  FROM gates WHERE execution_arn = %s AND status = 'open' ORDER BY created_at
+"""
+_CHILDREN_SQL = """
+SELECT run_id, parent_step, status FROM workflow_runs WHERE parent_execution_id = %s
+ ORDER BY started_at LIMIT 1000
+"""
+_TIMELINE_SQL = """
+SELECT event_id, type, at, details FROM sfn_history WHERE execution_id = %s
+ ORDER BY event_id DESC LIMIT %s
+"""
+
+
+def executions_of(conn: psycopg.Connection[Any], run_id: str) -> list[int]:
+    """The executions a run id (the execution name) or an execution ARN names, newest first;
+    each lookup on its own index (an OR across the join would read every run)."""
+    if run_id.startswith("arn:"):
+        sql = "SELECT id FROM sfn_executions e WHERE arn = %s AND EXISTS (SELECT 1 FROM"
+        sql += " workflow_runs r WHERE r.execution_id = e.id)"
+    else:
+        sql = "SELECT execution_id FROM workflow_runs WHERE run_id = %s"
+    return sorted((int(row[0]) for row in conn.execute(sql.encode(), (run_id,))), reverse=True)
+
+
+def locate(conn: psycopg.Connection[Any], run_id: str) -> int:
+    found = executions_of(conn, run_id)
+    if not found:
+        raise NotFoundError(
+            f"no run {run_id!r}: the runs list (/ui/) shows the runs there are",
+            code="run_not_found",
+        )
+    if len(found) > 1:
+        raise ConflictError(
+            f"{run_id!r} names runs of several workflows: give the execution ARN",
+            code="ambiguous_run_id",
+        )
+    return found[0]
+
+
+def _usd(value: Any) -> float:
+    return round(float(value), 6) if isinstance(value, Decimal | int | float) else 0.0
+
+
+def _step(rows: list[dict[str, Any]], children: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    main = next((r for r in rows if r["item"] == ""), rows[0])
+    items = [r for r in rows if r["item"] != ""]
+    return {
+        "status": main["status"],
+        "attempts": max(int(r["attempts"]) for r in rows),
+        "model": next((r["model"] for r in rows if r["model"]), None),
+        "provider": next((r["provider"] for r in rows if r["provider"]), None),
+        "cost_usd": round(sum(_usd(r["cost_usd"]) for r in rows), 6),
+        "tokens": {
+            "input": sum(int(r["input_tokens"]) for r in rows),
+            "output": sum(int(r["output_tokens"]) for r in rows),
+            "cache_read": sum(int(r["cache_read_tokens"]) for r in rows),
+        },
+        "started_at": iso(min((r["started_at"] for r in rows if r["started_at"]), default=None)),
+        "ended_at": iso(main["ended_at"]),
+        "error": main["error"],
+        "output": main["output_inline"],
+        "output_bytes": main["output_bytes"],
+        "items": {
+            "total": len(items),
+            "completed": sum(1 for r in items if r["status"] == "completed"),
+            "failed": sum(1 for r in items if r["status"] == "failed"),
+        }
+        if items
+        else None,
+        "children": children.get(str(main["step_id"]), []),
+    }
+
+
+def _event(row: dict[str, Any]) -> dict[str, Any]:
+    details = row["details"] if isinstance(row["details"], dict) else {}
+    inner = next((v for k, v in details.items() if k.endswith("EventDetails")), None)
+    inner = inner if isinstance(inner, dict) else {}
+    return {
+        "id": row["event_id"],
+        "type": row["type"],
+        "at": iso(row["at"]),
+        "state": inner.get("name"),
+        "error": inner.get("error"),
+    }
+
+
+def _budget(spec: dict[str, Any] | None, run: dict[str, Any], steps: int) -> list[dict[str, Any]]:
+    """What is left of each of the workflow's budgets."""
+    if not spec:
+        return []
+    out: list[dict[str, Any]] = []
+    if spec.get("max_cost_usd") is not None:
+        limit = float(spec["max_cost_usd"])
+        out.append({"kind": "usd", "limit": limit, "used": _usd(run["cost_usd"])})
+    if spec.get("max_steps") is not None:
+        out.append({"kind": "steps", "limit": int(spec["max_steps"]), "used": steps})
+    if spec.get("max_tokens") is not None:
+        used = int(run["input_tokens"]) + int(run["output_tokens"])
+        out.append({"kind": "tokens", "limit": int(spec["max_tokens"]), "used": used})
+    if spec.get("max_duration") is not None:
+        try:
+            seconds = float(parse_duration(spec["max_duration"]))
+        except (TypeError, ValueError):
+            seconds = None
+        if seconds is not None:
+            end = run["ended_at"] or run["now"]
+            used_s = (end - run["started_at"]).total_seconds()
+            out.append({"kind": "seconds", "limit": seconds, "used": round(used_s, 3)})
+    for item in out:
+        item["left"] = round(max(item["limit"] - item["used"], 0), 6)
+    return out
+
+
+def run_detail(conn: psycopg.Connection[Any], run_id: str) -> dict[str, Any]:
+    execution_id = locate(conn, run_id)
+    cursor = conn.cursor(row_factory=dict_row)
+    run = cursor.execute(
+        _RUN_SQL.replace("r.*,", "r.*, now() AS now,"), {"id": execution_id, "inline": INLINE_BYTES}
+    ).fetchone()
+    if run is None:  # deleted between the two reads
+        raise NotFoundError(f"no run {run_id!r}", code="run_not_found")
+    tasks = cursor.execute(_STEPS_SQL, {"id": execution_id, "inline": INLINE_BYTES}).fetchall()
+    gates = cursor.execute(_GATES_SQL, (run["arn"],)).fetchall()
+    children: dict[str, list[dict[str, Any]]] = {}
+    for child in cursor.execute(_CHILDREN_SQL, (execution_id,)).fetchall():
+        children.setdefault(str(child["parent_step"]), []).append(
+            {"run_id": child["run_id"], "status": child["status"]}
+        )
+    events = cursor.execute(_TIMELINE_SQL, (execution_id, TIMELINE_EVENTS)).fetchall()
+    by_step: dict[str, list[dict[str, Any]]] = {}
+    for task in tasks:
+        by_step.setdefault(str(task["step_id"]), []).append(task)
+    steps = {step_id: _step(rows, children) for step_id, rows in by_step.items()}
+    graph = workflow_graph(str(run["definition"]), list(by_step))
+    summary = run_row({**run, "waiting_on": [
+        {"step": g["step_id"], "kind": g["kind"], "assignee": g["assignee"]} for g in gates
+    ]})  # fmt: skip
+    return {
+        **summary,
+        "execution_arn": run["arn"],
+        "parent_run_id": run["parent_run_id"],
+        "error": run["error"],
+        "input": run["input_inline"],
+        "input_bytes": run["input_bytes"],
+        "output": run["output_inline"],
+        "output_bytes": run["output_bytes"],
+        "steps": steps,
+        "graph": graph["nodes"],
+        "budgets": _budget(graph["budget"], run, len(by_step)),
+        "gates": [
+            {
+                "id": g["id"],
+                "step": g["step_id"],
+                "kind": g["kind"],
+                "tier": g["tier"],
+                "assignee": g["assignee"],
+                "message": g["message"],
+                "show": g["show"],
+                "allow_edit": g["allow_edit"],
+                "request": g["request"],
+                "deadline": iso(g["deadline"]),
+                "opened_at": iso(g["created_at"]),
+            }
+            for g in gates
+        ],
+        "timeline": {"events": [_event(e) for e in reversed(events)], "total": run["events"]},
+    }
+
+
+def run_value(
+    conn: psycopg.Connection[Any], run_id: str, which: Value, step: str | None
+) -> tuple[str, int]:
+    """A run's or a step's input or output as JSON text (cut at `MAX_VALUE_BYTES`), and its
+    full size in bytes."""
+    execution_id = locate(conn, run_id)
+    if step is None:
+        column = "input" if which == "input" else "output"
+        sql = f"SELECT left({column}::text, %s), octet_length({column}::text) FROM workflow_runs"
+        row = conn.execute((sql + " WHERE execution_id = %s").encode(),
+                           (MAX_VALUE_BYTES, execution_id)).fetchone()  # fmt: skip
+    else:
+        column = "input" if which == "input" else "output"
+        sql = f"SELECT left({column}::text, %s), octet_length({column}::text) FROM task_runs"
+        row = conn.execute(
+            (sql + " WHERE execution_id = %s AND step_id = %s AND item = ''").encode(),
+            (MAX_VALUE_BYTES, execution_id, step),
+        ).fetchone()
+        if row is None:
+            raise NotFoundError(f"run {run_id!r} has no step {step!r}", code="step_not_found")
+    if row is None or row[0] is None:
+        return "null", 4
+    return str(row[0]), int(row[1])
+
+
+def run_blob(conn: psycopg.Connection[Any], run_id: str, key: str) -> tuple[str, int]:
+    """A large value a step's output refers to (`$switchyard_ref`, kept in `output_blobs`), cut
+    at `MAX_VALUE_BYTES`. Only keys of this run's values: their path names the run."""
+    locate(conn, run_id)
+    if run_id not in key.split("/")[:2]:
+        raise NotFoundError(f"{key!r} is not a value of run {run_id!r}", code="blob_not_found")
+    row = conn.execute(
+        "SELECT substring(body FROM 1 FOR %s), octet_length(body) FROM output_blobs WHERE key = %s",
+        (MAX_VALUE_BYTES, key),
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(
+            f"the value {key!r} is not in this database (expired, or kept in S3)",
+            code="blob_not_found",
+        )
+    return bytes(row[0]).decode("utf-8", errors="replace"), int(row[1])
+
+
+def check_value(which: str) -> Value:
+    if which not in ("input", "output"):
+        raise BadQueryError(f"ask for 'input' or 'output', not {which!r}")
+    return which  # type: ignore[return-value]

@@ -1,0 +1,134 @@
+"""The runs list: newest first, filtered by status, workflow, time range and run id, one keyset
+page at a time (the cursor is the last row's `(started_at, execution_id)`, so page 2,000 costs
+what page 1 does)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from switchyard.dashboard.errors import BadQueryError
+from switchyard.local.report import RUN_STATUSES
+
+MAX_PAGE = 200
+MAX_SEARCH = 80
+
+# Only these fixed conditions are ever joined into the statement; values are parameters.
+_PAGE_SQL = """
+SELECT r.execution_id, r.run_id, r.workflow, r.workflow_version, r.tenant, r.status,
+       r.cost_usd, r.input_tokens, r.output_tokens, r.started_at, r.ended_at,
+       r.parent_execution_id,
+       (SELECT coalesce(json_agg(json_build_object('step', g.step_id, 'kind', g.kind,
+                                                   'assignee', g.assignee)), '[]'::json)
+          FROM gates g WHERE g.run_id = r.run_id AND g.status = 'open') AS waiting_on
+  FROM workflow_runs r
+ WHERE {where}
+ ORDER BY r.started_at DESC, r.execution_id DESC
+ LIMIT %(limit)s
+"""
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    status: str | None = None
+    workflow: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    search: str | None = None
+    """A run id, or the start of one."""
+    cursor: str | None = None
+    limit: int = 50
+
+    def __post_init__(self) -> None:
+        if self.status is not None and self.status not in RUN_STATUSES:
+            raise BadQueryError(
+                f"status must be one of {', '.join(RUN_STATUSES)}, not {self.status!r}"
+            )
+        if not 1 <= self.limit <= MAX_PAGE:
+            raise BadQueryError(f"limit must be from 1 to {MAX_PAGE}, not {self.limit}")
+        if self.search is not None and len(self.search) > MAX_SEARCH:
+            raise BadQueryError(f"a run id has at most {MAX_SEARCH} characters")
+
+
+def encode_cursor(started_at: datetime, execution_id: int) -> str:
+    text = f"{started_at.astimezone(UTC).isoformat()}|{execution_id}"
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, int]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        stamp, _, execution = base64.urlsafe_b64decode(padded).decode().partition("|")
+        return datetime.fromisoformat(stamp), int(execution)
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise BadQueryError(
+            "the cursor is not one this server gave out: start again from the first page"
+        ) from None
+
+
+def _like_prefix(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def runs_page(conn: psycopg.Connection[Any], query: RunFilter) -> dict[str, Any]:
+    where = ["TRUE"]
+    params: dict[str, Any] = {"limit": query.limit + 1}
+    if query.status:
+        where.append("r.status = %(status)s")
+        params["status"] = query.status
+    if query.workflow:
+        where.append("r.workflow = %(workflow)s")
+        params["workflow"] = query.workflow
+    if query.since:
+        where.append("r.started_at >= %(since)s")
+        params["since"] = query.since
+    if query.until:
+        where.append("r.started_at < %(until)s")
+        params["until"] = query.until
+    if query.search:
+        where.append("r.run_id LIKE %(search)s")
+        params["search"] = _like_prefix(query.search)
+    if query.cursor:
+        started, execution = decode_cursor(query.cursor)
+        where.append("(r.started_at, r.execution_id) < (%(c_started)s, %(c_execution)s)")
+        params.update(c_started=started, c_execution=execution)
+    sql = _PAGE_SQL.format(where=" AND ".join(where))
+    rows = conn.cursor(row_factory=dict_row).execute(sql.encode(), params).fetchall()
+    more = len(rows) > query.limit
+    rows = rows[: query.limit]
+    last = rows[-1] if rows else None
+    return {
+        "runs": [run_row(row) for row in rows],
+        "next": encode_cursor(last["started_at"], last["execution_id"]) if more and last else None,
+    }
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, Decimal | int | float) else 0.0
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def run_row(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "run_id": row["run_id"],
+        "workflow": row["workflow"],
+        "version": row["workflow_version"],
+        "tenant": row["tenant"],
+        "status": row["status"],
+        "cost_usd": round(_number(row["cost_usd"]), 6),
+        "tokens": {"input": int(row["input_tokens"]), "output": int(row["output_tokens"])},
+        "started_at": iso(row["started_at"]),
+        "ended_at": iso(row["ended_at"]),
+        "waiting_on": row.get("waiting_on") or [],
+        "child": row["parent_execution_id"] is not None,
+    }

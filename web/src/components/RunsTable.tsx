@@ -1,0 +1,56 @@
+import { Link } from "react-router-dom";
+import type { RunRow } from "../api";
+import { count, duration, usd, when } from "../format";
+import { StatusBadge } from "./Layout";
+
+export function RunsTable({ runs, showWorkflow = true }: { runs: RunRow[]; showWorkflow?: boolean }) {
+  if (runs.length === 0) return <p className="muted">No runs match.</p>;
+  return (
+    <table className="grid runs">
+      <thead>
+        <tr>
+          <th>Run</th>
+          {showWorkflow && <th>Workflow</th>}
+          <th>Status</th>
+          <th>Started</th>
+          <th className="num">Duration</th>
+          <th className="num">Cost</th>
+          <th className="num">Tokens in / out</th>
+          <th>Waiting on</th>
+        </tr>
+      </thead>
+      <tbody>
+        {runs.map((run) => (
+          <tr key={run.run_id + run.started_at} data-run-id={run.run_id} data-run-status={run.status}>
+            <td className="mono">
+              <Link to={`/runs/${encodeURIComponent(run.run_id)}`}>{run.run_id}</Link>
+            </td>
+            {showWorkflow && (
+              <td>
+                <Link to={`/workflows/${encodeURIComponent(run.workflow)}`}>{run.workflow}</Link>
+                {run.version != null && <span className="muted"> v{run.version}</span>}
+              </td>
+            )}
+            <td>
+              <StatusBadge status={run.status} />
+            </td>
+            <td>{when(run.started_at)}</td>
+            <td className="num">{duration(run.started_at, run.ended_at)}</td>
+            <td className="num">{usd(run.cost_usd)}</td>
+            <td className="num">
+              {count(run.tokens.input)} / {count(run.tokens.output)}
+            </td>
+            <td>
+              {run.waiting_on.map((gate) => (
+                <span key={gate.step} className="chip">
+                  {gate.step}
+                  {gate.assignee ? ` · ${gate.assignee}` : ""}
+                </span>
+              ))}
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}

@@ -1,0 +1,43 @@
+// switchyard's web app. The dashboard's pages live under /ui/; the visual builder will add its
+// routes (/ui/builder/...) to the same router and share the layout, API client and graph.
+// The two pages people open most (runs, a run) are in the first chunk, so that their data is
+// asked for as soon as it runs; the graph and the charts load beside it.
+import { StrictMode, Suspense, lazy } from "react";
+import { createRoot } from "react-dom/client";
+import { Navigate, RouterProvider, createBrowserRouter } from "react-router-dom";
+import { Layout } from "./components/Layout";
+import RunPage from "./pages/RunPage";
+import { RunsPage } from "./pages/RunsPage";
+import "./styles.css";
+
+const WorkflowsPage = lazy(() => import("./pages/WorkflowsPage"));
+const WorkflowPage = lazy(() => import("./pages/WorkflowPage"));
+const CostsPage = lazy(() => import("./pages/CostsPage"));
+
+function Later({ children }: { children: React.ReactNode }) {
+  return <Suspense fallback={<p className="muted">Loading…</p>}>{children}</Suspense>;
+}
+
+const router = createBrowserRouter(
+  [
+    {
+      path: "/",
+      element: <Layout />,
+      children: [
+        { index: true, element: <RunsPage /> },
+        { path: "runs/:runId", element: <RunPage /> },
+        { path: "workflows", element: <Later><WorkflowsPage /></Later> },
+        { path: "workflows/:name", element: <Later><WorkflowPage /></Later> },
+        { path: "costs", element: <Later><CostsPage /></Later> },
+        { path: "*", element: <Navigate to="/" replace /> },
+      ],
+    },
+  ],
+  { basename: "/ui" },
+);
+
+createRoot(document.getElementById("root")!).render(
+  <StrictMode>
+    <RouterProvider router={router} />
+  </StrictMode>,
+);
