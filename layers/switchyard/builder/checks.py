@@ -1,0 +1,78 @@
+"""The project's own validator and compiler on a source sent as text: the diagnostics (each with
+its code, document path and line), the output schema of each step (what the builder's template
+fields complete), the compiled definition and the compiler's notes. Never raises on bad input:
+bytes that are not UTF-8 or not YAML are a `parse` diagnostic like any other."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from switchyard.compile import compile_workflow
+from switchyard.diagnostics import Code, Diagnostic
+from switchyard.source import load_document
+from switchyard.validate import validate_document
+from switchyard.validate.catalog import WorkflowCatalog
+from switchyard.validate.output_types import output_schema
+from switchyard.validate.structure import check_structure
+
+FILE = "<builder>"
+
+
+def _decode(data: bytes) -> tuple[str | None, list[Diagnostic]]:
+    try:
+        return data.decode("utf-8"), []
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        message = f"the source is not UTF-8 text (byte {exc.start})"
+        return None, [Diagnostic(Code.PARSE, "", message, line=line, file=FILE)]
+
+
+def _json(diagnostic: Diagnostic) -> dict[str, Any]:
+    answer = diagnostic.as_json()
+    answer.pop("file", None)
+    return answer
+
+
+def validate_source(data: bytes, catalog: WorkflowCatalog | None) -> dict[str, Any]:
+    text, problems = _decode(data)
+    if text is None:
+        return {"ok": False, "diagnostics": [_json(d) for d in problems], "outputs": {}}
+    document = load_document(text, file=FILE)
+    result = validate_document(document, catalog=catalog)
+    outputs: dict[str, Any] = {}
+    if document.data is not None:
+        workflow = result.workflow or check_structure(document).workflow
+        if workflow is not None:
+            for step_id, step in workflow.steps.items():
+                try:
+                    outputs[step_id] = output_schema(step, workflow)
+                except Exception:  # a schema the partial workflow cannot give: left out
+                    continue
+    return {
+        "ok": result.ok,
+        "diagnostics": [_json(d) for d in result.diagnostics],
+        "outputs": outputs,
+    }
+
+
+def compile_source(data: bytes, catalog: WorkflowCatalog | None) -> dict[str, Any]:
+    text, problems = _decode(data)
+    if text is None:
+        return {
+            "ok": False,
+            "diagnostics": [_json(d) for d in problems],
+            "definition": None,
+            "notes": [],
+        }
+    document = load_document(text, file=FILE)
+    result = validate_document(document, catalog=catalog)
+    diagnostics = [_json(d) for d in result.diagnostics]
+    if result.workflow is None:
+        return {"ok": False, "diagnostics": diagnostics, "definition": None, "notes": []}
+    compiled = compile_workflow(result.workflow, document=document)
+    return {
+        "ok": True,
+        "diagnostics": diagnostics,
+        "definition": compiled.definition,
+        "notes": [_json(note) for note in compiled.notes],
+    }
