@@ -124,9 +124,10 @@ function BuilderEdge(props: EdgeProps) {
         <EdgeLabelRenderer>
           <div
             className={`edge-label${problems.length ? " error" : ""}`}
+            title={problems.map((p) => p.message).join("\n")}
             style={{ transform: `translate(-50%, -50%) translate(${x}px,${y}px)` }}
           >
-            {problems.length ? `${problems[0].code}: ${problems[0].message}` : `when ${when}`}
+            {problems.length ? `⚠ ${problems[0].code}` : `when ${when}`}
           </div>
         </EdgeLabelRenderer>
       )}

@@ -57,7 +57,7 @@ function fieldsOf(def: S, hidden: Set<string>): Field[] {
         options,
         required: required.has(key),
         description: String(schema.description ?? resolved.description ?? ""),
-        template: TEMPLATE.has(key) || CONDITION.has(key) || kind === "text" || kind === "longtext",
+        template: TEMPLATE.has(key) || CONDITION.has(key),
       };
     });
   return [...fields.filter((f) => f.required), ...fields.filter((f) => !f.required)];
