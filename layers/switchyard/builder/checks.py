@@ -5,6 +5,7 @@ bytes that are not UTF-8 or not YAML are a `parse` diagnostic like any other."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from switchyard.compile import compile_workflow
@@ -16,6 +17,7 @@ from switchyard.validate.output_types import output_schema
 from switchyard.validate.structure import check_structure
 
 FILE = "<builder>"
+log = logging.getLogger("switchyard.builder")
 
 
 def _decode(data: bytes) -> tuple[str | None, list[Diagnostic]]:
@@ -69,7 +71,17 @@ def compile_source(data: bytes, catalog: WorkflowCatalog | None) -> dict[str, An
     diagnostics = [_json(d) for d in result.diagnostics]
     if result.workflow is None:
         return {"ok": False, "diagnostics": diagnostics, "definition": None, "notes": []}
-    compiled = compile_workflow(result.workflow, document=document)
+    try:
+        compiled = compile_workflow(result.workflow, document=document)
+    except Exception:  # a compiler bug must not be a 500 for the page: logged, and said
+        log.exception("the compiler failed on a source that validates")
+        failed = Diagnostic(Code.SCHEMA, "", "the compiler failed; see the server's log", file=FILE)
+        return {
+            "ok": False,
+            "diagnostics": [*diagnostics, _json(failed)],
+            "definition": None,
+            "notes": [],
+        }
     return {
         "ok": True,
         "diagnostics": diagnostics,

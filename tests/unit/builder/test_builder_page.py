@@ -267,3 +267,20 @@ def test_undo_redo_and_keyboard_deletion(page: Page, builder: BuilderStack) -> N
     page.locator("[data-action=fit]").click()
     page.locator("[data-action=layout]").click()
     expect(node).to_be_visible()
+
+
+def test_the_install_button_installs_the_saved_version(page: Page, builder: BuilderStack) -> None:
+    name = "install-from-page"
+    source = (EXAMPLES / "summarize-document.yaml").read_text()
+    data = yaml.safe_load(source)
+    (builder.workflows / f"{name}.yaml").write_text(
+        source.replace(f"name: {data['name']}", f"name: {name}")
+    )
+    _open(page, name)
+    expect(page.locator("[data-validation=ok]")).to_be_visible()
+    page.locator("[data-action=install]").click()
+    expect(page.locator("[data-status=ok]")).to_contain_text(f"Installed {name} v{data['version']}")
+    with builder.client() as client:
+        assert client.get(f"/workflows/{name}").json()["version"] == data["version"]
+    page.locator("[data-action=install]").click()
+    expect(page.locator("[data-status=ok]")).to_contain_text("already installed")
