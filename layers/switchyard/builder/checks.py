@@ -8,6 +8,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import yaml
+
 from switchyard.compile import compile_workflow
 from switchyard.diagnostics import Code, Diagnostic
 from switchyard.source import load_document
@@ -29,6 +31,48 @@ def _decode(data: bytes) -> tuple[str | None, list[Diagnostic]]:
         return None, [Diagnostic(Code.PARSE, "", message, line=line, file=FILE)]
 
 
+MAX_VALUES = 200_000
+"""Values a source may expand to: aliases repeat the node they name, so a few lines can stand
+for billions of values ('billion laughs'); such a source is a diagnostic, never parsed out."""
+
+
+def _expansion(text: str) -> int:
+    """How many values `text` expands to, counted over its node graph (each alias counts the
+    node it names again) without expanding it; 0 when it does not compose (the loader says why)."""
+    try:
+        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        return 0
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        sizes[id(node)] = 1  # a node that contains itself counts once
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(size(child) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        sizes[id(node)] = min(total, MAX_VALUES + 1)
+        return sizes[id(node)]
+
+    return size(root) if root is not None else 0
+
+
+def _too_large(text: str) -> list[Diagnostic]:
+    if _expansion(text) <= MAX_VALUES:
+        return []
+    message = f"the source expands to more than {MAX_VALUES} values through its aliases"
+    return [Diagnostic(Code.PARSE, "", message, line=1, file=FILE)]
+
+
+def expands_too_far(data: bytes) -> bool:
+    """True for a source whose aliases expand it past `MAX_VALUES` values."""
+    return _expansion(data.decode("utf-8", errors="replace")) > MAX_VALUES
+
+
 def _json(diagnostic: Diagnostic) -> dict[str, Any]:
     answer = diagnostic.as_json()
     answer.pop("file", None)
@@ -37,7 +81,8 @@ def _json(diagnostic: Diagnostic) -> dict[str, Any]:
 
 def validate_source(data: bytes, catalog: WorkflowCatalog | None) -> dict[str, Any]:
     text, problems = _decode(data)
-    if text is None:
+    problems = problems or _too_large(text or "")
+    if text is None or problems:
         return {"ok": False, "diagnostics": [_json(d) for d in problems], "outputs": {}}
     document = load_document(text, file=FILE)
     result = validate_document(document, catalog=catalog)
@@ -59,7 +104,8 @@ def validate_source(data: bytes, catalog: WorkflowCatalog | None) -> dict[str, A
 
 def compile_source(data: bytes, catalog: WorkflowCatalog | None) -> dict[str, Any]:
     text, problems = _decode(data)
-    if text is None:
+    problems = problems or _too_large(text or "")
+    if text is None or problems:
         return {
             "ok": False,
             "diagnostics": [_json(d) for d in problems],

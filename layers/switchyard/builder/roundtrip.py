@@ -74,12 +74,21 @@ def _differing_lines(a: str, b: str) -> int:
     return sum(x != y for x, y in zip(left, right, strict=False)) + abs(len(left) - len(right))
 
 
-def plain(value: Any) -> Any:
+MAX_NODES = 200_000
+"""Values a document may expand to (aliases repeat what they point at): a 'billion laughs'
+source is refused instead of filling the server's memory."""
+
+
+def plain(value: Any, _count: list[int] | None = None) -> Any:
     """A loaded tree as plain JSON-like data (dicts, lists, scalars)."""
+    count = _count if _count is not None else [0]
+    count[0] += 1
+    if count[0] > MAX_NODES:
+        raise RoundTripError(f"the source expands to more than {MAX_NODES} values (aliases?)")
     if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
+        return {str(k): plain(v, count) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
+        return [plain(v, count) for v in value]
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int):
@@ -88,7 +97,7 @@ def plain(value: Any) -> Any:
         return float(value)
     if isinstance(value, str):
         return str(value)
-    return value
+    return str(value)  # a timestamp: as written
 
 
 def load_plain(source: str) -> Any:

@@ -26,7 +26,7 @@ from switchyard.api.catalog import CatalogEntry
 from switchyard.api.errors import ApiError, BadRequestError, ConflictError
 from switchyard.api.messages import json_response
 from switchyard.api.routing import Context, errors
-from switchyard.builder.checks import compile_source, validate_source
+from switchyard.builder.checks import MAX_VALUES, compile_source, expands_too_far, validate_source
 from switchyard.builder.files import MAX_SOURCE_BYTES, SourceError, WorkflowFiles
 from switchyard.builder.roundtrip import RoundTripError, apply_document
 from switchyard.local.workflows import WorkflowFileError, install
@@ -41,6 +41,12 @@ _STATUS = {
     "source_changed": 409,
     "if_match_required": 428,
 }
+
+
+_EXPANDS = (
+    f"the source expands to more than {MAX_VALUES} values through its YAML aliases;"
+    " write the values out or use fewer aliases"
+)
 
 
 class ApplyRequest(BaseModel):
@@ -97,6 +103,8 @@ def builder_router(workflows_dir: Path) -> APIRouter:
     ) -> Response:
         """Write the body as the workflow file; the answer says whether it validates."""
         data = await _source_body(request)
+        if expands_too_far(data):
+            raise BadRequestError(_EXPANDS, code="source_expands")
         try:
             source = files.write(name, data, if_match)
         except SourceError as exc:
@@ -114,6 +122,8 @@ def builder_router(workflows_dir: Path) -> APIRouter:
             path = files.read(name).path
         except SourceError as exc:
             raise _error(exc) from None
+        if expands_too_far(path.read_bytes()):
+            raise BadRequestError(_EXPANDS, code="source_expands")
         result = validate_file(path)
         if result.workflow is None:
             raise ApiError(

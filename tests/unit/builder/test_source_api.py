@@ -202,3 +202,24 @@ def test_install_publishes_a_new_version_and_keeps_the_version_rules(
         assert invalid.status_code == 400
         assert invalid.json()["error"]["code"] == "invalid_workflow"
     assert path.read_bytes() == b"steps: ["
+
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 10) + "]\n"
+    for i in range(8)
+)
+
+
+def test_an_alias_bomb_is_a_diagnostic_and_is_never_saved(builder: BuilderStack) -> None:
+    with builder.client() as client:
+        for route in ("/validate", "/compile"):
+            body = client.post(route, content=BOMB).json()
+            assert body["ok"] is False
+            assert body["diagnostics"][0]["code"] == "parse"
+            assert "aliases" in body["diagnostics"][0]["message"]
+        refused = client.put("/workflows/alias-bomb/source", content=BOMB)
+        assert refused.status_code == 400
+        assert refused.json()["error"]["code"] == "source_expands"
+        applied = client.post("/builder/apply", json={"source": BOMB, "document": {}})
+        assert applied.status_code == 400
+    assert not (builder.workflows / "alias-bomb.yaml").exists()
