@@ -284,3 +284,41 @@ def test_the_install_button_installs_the_saved_version(page: Page, builder: Buil
         assert client.get(f"/workflows/{name}").json()["version"] == data["version"]
     page.locator("[data-action=install]").click()
     expect(page.locator("[data-status=ok]")).to_contain_text("already installed")
+
+
+def test_an_edge_from_a_router_is_a_route_and_an_after(page: Page, builder: BuilderStack) -> None:
+    page.goto("/ui/builder")
+    set_field(page, "name", "router-built")
+    drop(page, "agent", 110, 200)
+    rename(page, "classify")
+    set_field(page, "prompt", "Classify: {{ inputs.text }}")
+    drop(page, "router", 370, 200, variant="llm")
+    rename(page, "route")
+    drop(page, "agent", 640, 100)
+    rename(page, "billing")
+    set_field(page, "prompt", "Billing")
+    connect(page, "classify", "route")
+    connect(page, "route", "billing")
+    page.locator("[data-action=save]").click()
+    expect(page).to_have_url(f"{builder.url}/ui/builder/router-built")
+    saved = yaml.safe_load((builder.workflows / "router-built.yaml").read_text())
+    assert saved["steps"]["route"] == {
+        "type": "router",
+        "strategy": "llm",
+        "routes": [{"to": "billing", "description": ""}],
+        "after": ["classify"],
+    }
+    assert saved["steps"]["billing"]["after"] == ["route"]
+    # removing the edge removes the route with it
+    # a level edge has no height, which Playwright counts as hidden: click its centre anyway
+    page.locator('[data-edge="route->billing"] path').first.click(force=True)
+    expect(page.locator("[data-edge-selected]")).to_have_attribute(
+        "data-edge-selected", "route->billing"
+    )
+    page.keyboard.press("Delete")
+    expect(page.locator('[data-edge="route->billing"]')).to_have_count(0)
+    page.locator("[data-action=save]").click()
+    expect(page.locator("[data-status]")).to_contain_text("Saved router-built")
+    saved = yaml.safe_load((builder.workflows / "router-built.yaml").read_text())
+    assert saved["steps"]["route"]["routes"] == []
+    assert "after" not in saved["steps"]["billing"]
