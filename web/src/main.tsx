@@ -13,6 +13,7 @@ import "./styles.css";
 const WorkflowsPage = lazy(() => import("./pages/WorkflowsPage"));
 const WorkflowPage = lazy(() => import("./pages/WorkflowPage"));
 const CostsPage = lazy(() => import("./pages/CostsPage"));
+const BuilderPage = lazy(() => import("./builder/BuilderPage"));
 
 function Later({ children }: { children: React.ReactNode }) {
   return <Suspense fallback={<p className="muted">Loading…</p>}>{children}</Suspense>;
@@ -29,6 +30,8 @@ const router = createBrowserRouter(
         { path: "workflows", element: <Later><WorkflowsPage /></Later> },
         { path: "workflows/:name", element: <Later><WorkflowPage /></Later> },
         { path: "costs", element: <Later><CostsPage /></Later> },
+        { path: "builder", element: <Later><BuilderPage /></Later> },
+        { path: "builder/:name", element: <Later><BuilderPage /></Later> },
         { path: "*", element: <Navigate to="/" replace /> },
       ],
     },

@@ -54,6 +54,10 @@ class WorkflowCatalog:
         for entry in entries:
             self._entries.setdefault((entry.name, entry.version), entry)
 
+    def add(self, entry: CatalogEntry) -> None:
+        """A workflow installed while the server runs (the builder's install button)."""
+        self._entries[(entry.name, entry.version)] = entry
+
     def __len__(self) -> int:
         return len(self._entries)
 

@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
 
     def rest_api(engine: Engine) -> Any:
         from switchyard.api import serve_rest_api
+        from switchyard.builder import builder_router
 
         return serve_rest_api(
             engine,
@@ -94,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
             workflows_dir=workflows_dir,
             scripts_dir=args.scripts,
             token=token,
+            routers=[builder_router(workflows_dir)] if workflows_dir else [],
         )
 
     process = EngineProcess(database.conninfo, sfn_port=args.sfn_port, extra_servers=[rest_api])

@@ -13,6 +13,7 @@ export function Layout() {
           </NavLink>
           <NavLink to="/workflows">Workflows</NavLink>
           <NavLink to="/costs">Costs</NavLink>
+          <NavLink to="/builder">Builder</NavLink>
         </nav>
       </header>
       <main>
