@@ -36,6 +36,11 @@ POOL_SIZE = 8
 POOL_NAME = "switchyard-rest-api"
 """The pool's name, and its connections' `application_name` in `pg_stat_activity`."""
 
+Feature = Callable[[FastAPI, ApiContext, str], "Callable[[], None] | None"]
+"""A part of the local stack that mounts its routes once the API's context exists and the server
+is bound (the argument after the context is the server's own URL); it returns what closes it, if
+anything (the dashboard's live feed), run when the server closes, before the context."""
+
 
 class RestApiServer(HttpServer):
     """The REST API bound to its address; `app` is the FastAPI app, `context` what it serves."""
@@ -44,14 +49,22 @@ class RestApiServer(HttpServer):
         self, address: tuple[str, int], app: FastAPI, context: ApiContext, limits: Limits
     ) -> None:
         self.context = context
+        self.closers: list[Callable[[], None]] = []
         super().__init__(
             app,
             address[0],
             address[1],
             limits=limits,
             error_body=error_body,
-            on_close=context.close,
+            on_close=self._close_parts,
         )
+
+    def _close_parts(self) -> None:
+        try:
+            for close in reversed(self.closers):
+                close()
+        finally:
+            self.context.close()
 
 
 def scripts_directory(
@@ -77,14 +90,16 @@ def serve_rest_api(
     token: str | None = None,
     report: Callable[[str], None] | None = None,
     routers: Iterable[APIRouter] = (),
+    features: Iterable[Feature] = (),
     health: Health | None = None,
     limits: Limits = REST_LIMITS,
 ) -> RestApiServer:
     """Install the workflows of `workflows_dir` into a started engine and bind the REST API;
     the caller runs `serve_forever()` and, to stop, `shutdown()` then `server_close()`. Port 0
     takes a free port. `token`: the bearer token every request but `/healthz` must carry;
-    `routers`: more routes on the same server; `health`: what `/healthz` reports (default: the
-    API's pool reaches the database)."""
+    `routers`: more routes on the same server; `features`: parts that mount themselves once the
+    server is bound (`Feature`); `health`: what `/healthz` reports (default: the API's pool
+    reaches the database)."""
     catalog = WorkflowCatalog()
     if workflows_dir is not None:
         with engine.read() as store:
@@ -106,10 +121,19 @@ def serve_rest_api(
     )
     try:
         app = create_app(context, token=token, routers=routers)
-        return RestApiServer((host, port), app, context, limits)
+        server = RestApiServer((host, port), app, context, limits)
     except BaseException:
         context.close()
         raise
+    try:
+        for feature in features:
+            close = feature(app, context, server.url)
+            if close is not None:
+                server.closers.append(close)
+    except BaseException:
+        server.server_close()
+        raise
+    return server
 
 
 @contextmanager
@@ -123,6 +147,7 @@ def rest_api_in_thread(
     token: str | None = None,
     report: Callable[[str], None] | None = None,
     routers: Iterable[APIRouter] = (),
+    features: Iterable[Feature] = (),
     health: Health | None = None,
     limits: Limits = REST_LIMITS,
 ) -> Iterator[RestApiServer]:
@@ -136,6 +161,7 @@ def rest_api_in_thread(
         token=token,
         report=report,
         routers=routers,
+        features=features,
         health=health,
         limits=limits,
     )

@@ -40,6 +40,9 @@ from switchyard.gates import TaskCallbacks
 log = logging.getLogger("switchyard.approvals")
 
 MAX_FORM = 256 * 1024
+SIGNED: dict[str, Any] = {"security": []}
+"""OpenAPI extra of a route its request's signature authenticates: served without the REST API's
+bearer token (`switchyard.api.routing.PUBLIC`; not imported, so these routes load on Lambda)."""
 """Bytes of a decision's form (a note of 4,000 characters and 64 KiB of edits fit)."""
 _LINK_PATH = re.compile(r"/approvals/[^\s/?\"]+")
 
@@ -76,7 +79,7 @@ def approvals_router(
         """Open gates a link decides, with each person's link (operators only)."""
         return {"approvals": service.open_approvals()}
 
-    @router.get("/approvals/{token}", response_class=HTMLResponse)
+    @router.get("/approvals/{token}", response_class=HTMLResponse, openapi_extra=SIGNED)
     def approval_page(token: str) -> Response:
         try:
             link = service.open(token)
@@ -84,7 +87,7 @@ def approvals_router(
             return _refusal(refused)
         return _html(200, gate_page(link.gate, link.claims.person, max_note=MAX_NOTE))
 
-    @router.post("/approvals/{token}", response_class=HTMLResponse)
+    @router.post("/approvals/{token}", response_class=HTMLResponse, openapi_extra=SIGNED)
     async def decide(token: str, request: Request) -> Response:
         try:
             form = _form(await _body(request, MAX_FORM), request.headers.get("content-type"))
@@ -101,7 +104,7 @@ def approvals_router(
             return _refusal(refused)
         return _html(200, decided_page(gate))
 
-    @router.post("/slack/interactions")
+    @router.post("/slack/interactions", openapi_extra=SIGNED)
     async def slack_interactions(request: Request) -> Response:
         if slack is None:
             return JSONResponse({"ok": False, "error": "Slack is not configured"}, status_code=404)

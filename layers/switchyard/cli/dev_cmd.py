@@ -84,10 +84,17 @@ def run(args: argparse.Namespace) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
 
+    triggers: LocalTriggers | None = None
+
     def rest_api(engine: Engine) -> Any:
         from switchyard.api import serve_rest_api
-        from switchyard.builder import builder_router
+        from switchyard.local import stack
 
+        nonlocal triggers
+        triggers = LocalTriggers(engine)  # docs/triggers.md
+        features = [stack.approvals(args.public_url), stack.dashboard(token)]
+        if workflows_dir is not None:
+            features.append(stack.builder(workflows_dir))
         return serve_rest_api(
             engine,
             args.host,
@@ -95,7 +102,9 @@ def run(args: argparse.Namespace) -> int:
             workflows_dir=workflows_dir,
             scripts_dir=args.scripts,
             token=token,
-            routers=[builder_router(workflows_dir)] if workflows_dir else [],
+            routers=[triggers.router],
+            features=features,
+            health=lambda: engine.healthy,
         )
 
     process = EngineProcess(database.conninfo, sfn_port=args.sfn_port, extra_servers=[rest_api])
@@ -109,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.OK
     api = process.servers[-1]
     _approval_links(args.public_url or api.url)
-    triggers = LocalTriggers(process.engine)  # docs/triggers.md
+    assert triggers is not None
     try:
         triggers.start(
             api.context.catalog.entries(), base_url=api.url, events_port=args.events_port
@@ -127,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
     scripts = api.context.scripts
     if scripts is not None:
         say(f"model scripts (X-Switchyard-LLM-Script): {scripts.root}")
+    say(f"dashboard: {api.url}/ui/ · builder: {api.url}/ui/builder")
     say(f"Step Functions API: {process.sfn_url}")
     say(f"EventBridge PutEvents: {triggers.events_url}")
     say("engine running · Ctrl-C stops")

@@ -31,6 +31,9 @@ from switchyard.triggers.webhook import WebhookRequest
 _QUEUE = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 _AMZ_JSON = "application/x-amz-json-1.1"
 MAX_ENTRIES = 10
+SIGNED: dict[str, Any] = {"security": []}
+"""OpenAPI extra of a route its request's signature authenticates: served without the REST API's
+bearer token (`switchyard.api.routing.PUBLIC`; not imported, so these routes load on Lambda)."""
 """PutEvents takes at most ten entries per call."""
 MAX_WEBHOOK_BYTES = 1024 * 1024
 
@@ -38,7 +41,7 @@ MAX_WEBHOOK_BYTES = 1024 * 1024
 def trigger_router(service: TriggerService) -> APIRouter:
     router = APIRouter()
 
-    @router.post("/webhooks/{workflow}")
+    @router.post("/webhooks/{workflow}", openapi_extra=SIGNED)
     async def webhook(workflow: str, request: Request) -> JSONResponse:
         body = await request.body()
         if len(body) > MAX_WEBHOOK_BYTES:
