@@ -34,8 +34,8 @@ from infra.config import CONTEXT_PREFIX, Settings, SettingsError
 from infra.constructs.api import Api
 from infra.constructs.functions import Functions
 from infra.constructs.state_store import StateStore
-from infra.nag import acknowledge
-from infra.stacks.nested import machine_name
+from infra.nag import acknowledge, acknowledge_resource
+from infra.names import machine_name
 from switchyard.approvals.people import People, PeopleError
 from switchyard.constants import (
     APPROVAL_API_FUNCTION,
@@ -210,10 +210,9 @@ class Approvals(Construct):
             resources = [base + machine_name(settings, name) for name in sorted(machines)]
         else:
             resources = [f"{base}{settings.stack_name}-*"]
-            acknowledge(
+            acknowledge_resource(
                 self.function.role or self.function,
-                "IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>"
-                f":stateMachine:{settings.stack_name}-*]",
+                resources[0],
                 "the task-token actions on this stack's machines, named by their fixed prefix: "
                 f"past {MAX_LISTED_MACHINES} machines a list would near IAM's policy size limit",
             )

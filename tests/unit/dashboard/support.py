@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from switchyard.api.app import create_app, error_body
 from switchyard.api.server import REST_LIMITS
 from switchyard.dashboard import Dashboard, mount_dashboard
-from switchyard.serving import HttpServer, serving_in_thread
+from switchyard.serving.server import HttpServer, serving_in_thread
 from tests.unit.api.support import Stack, start_stack
 
 WEB_DIST = Path(__file__).resolve().parents[3] / "web" / "dist"
