@@ -115,8 +115,29 @@ def load_document(text: str, *, file: str = "<input>") -> LoadedDocument:
         document.diagnostics.append(problem)
         return document
     builder = _Builder(file, locations, document.diagnostics)
-    document.data = builder.build(node, ())
+    try:
+        document.data = builder.build(node, ())
+    except _TooManyValues:
+        document.diagnostics.append(
+            Diagnostic(
+                Code.PARSE,
+                "",
+                f"the file expands to more than {MAX_VALUES:,} values through its YAML aliases;"
+                " write the values out or use fewer aliases",
+                1,
+                file,
+            )
+        )
     return document
+
+
+MAX_VALUES = 200_000
+"""Values a document may build to. Aliases repeat the node they name, so nine lines of nested
+aliases ("billion laughs") would otherwise build 10^9 values: a hang and unbounded memory."""
+
+
+class _TooManyValues(Exception):
+    pass
 
 
 class _Builder:
@@ -127,8 +148,12 @@ class _Builder:
         self._locations = locations
         self._diagnostics = diagnostics
         self._active: set[int] = set()
+        self._built = 0
 
     def build(self, node: yaml.Node, path: DocPath) -> Any:
+        self._built += 1
+        if self._built > MAX_VALUES:
+            raise _TooManyValues
         if isinstance(node, yaml.ScalarNode):
             return self._scalar(node, path)
         if id(node) in self._active:  # an alias that refers to its own ancestor

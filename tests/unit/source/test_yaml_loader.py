@@ -63,3 +63,14 @@ def test_merge_keys_fill_without_overriding() -> None:
 
 def test_empty_file_is_a_parse_error() -> None:
     assert load_document("").diagnostics[0].code is Code.PARSE
+
+
+def test_aliases_that_expand_past_the_limit_are_refused_not_built() -> None:
+    rows = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for name, prev in zip("bcdefghi", "abcdefgh", strict=True):
+        rows.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    document = load_document("\n".join(rows) + "\n")
+    assert document.data is None
+    [problem] = document.diagnostics
+    assert problem.code == Code.PARSE
+    assert "expands to more than 200,000 values" in problem.message
