@@ -117,7 +117,7 @@ def load_document(text: str, *, file: str = "<input>") -> LoadedDocument:
     builder = _Builder(file, locations, document.diagnostics)
     try:
         document.data = builder.build(node, ())
-    except _TooManyValues:
+    except _TooManyValuesError:
         document.diagnostics.append(
             Diagnostic(
                 Code.PARSE,
@@ -136,7 +136,7 @@ MAX_VALUES = 200_000
 aliases ("billion laughs") would otherwise build 10^9 values: a hang and unbounded memory."""
 
 
-class _TooManyValues(Exception):
+class _TooManyValuesError(Exception):
     pass
 
 
@@ -153,7 +153,7 @@ class _Builder:
     def build(self, node: yaml.Node, path: DocPath) -> Any:
         self._built += 1
         if self._built > MAX_VALUES:
-            raise _TooManyValues
+            raise _TooManyValuesError
         if isinstance(node, yaml.ScalarNode):
             return self._scalar(node, path)
         if id(node) in self._active:  # an alias that refers to its own ancestor
