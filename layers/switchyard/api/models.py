@@ -160,7 +160,10 @@ class WaitingFor(_Answer):
     kind: str
     assignee: str | None
     message: str | None
-    approve_url: str
+    approve_url: str | None = Field(
+        description="The signed approval link of the gate's first decider; null for pauses and "
+        "budget pauses (resumed, not linked) and for a gate whose role has no one to send it to."
+    )
 
 
 class StepView(_Answer):

@@ -119,7 +119,7 @@ def test_building_customer_support_from_an_empty_canvas_equals_the_example(
         set_field(page, "version", "1")
         set_field(page, "description", example["description"])
         set_field(page, "inputs", yaml.safe_dump(example["inputs"], sort_keys=False))
-        set_field(page, "budget", "{max_cost_usd: 2.00, max_duration: 10m, max_steps: 40}")
+        set_field(page, "budget", "{max_cost_usd: 2.00, max_duration: 8h, max_steps: 40}")
         set_field(page, "on_error", "fail")
 
         drop(page, "agent", 110, 100)

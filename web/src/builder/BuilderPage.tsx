@@ -167,6 +167,9 @@ function Builder() {
   const [saved, setSaved] = useState(true);
   const [variant, setVariant] = useState<Record<string, string>>({ tool: BUILTIN_TOOLS[0], router: "rule" });
   const checked = useRef(0);
+  // true from an edit until the validator has answered for it: the page never calls "valid" a
+  // document it has not checked yet (edits within the debounce are checked together)
+  const [checking, setChecking] = useState(true);
 
   // load the file (or start empty)
   useEffect(() => {
@@ -197,6 +200,7 @@ function Builder() {
   useEffect(() => {
     if (!base) return;
     const ticket = ++checked.current;
+    setChecking(true);
     const timer = setTimeout(async () => {
       try {
         const source = await current();
@@ -204,7 +208,10 @@ function Builder() {
         if (ticket !== checked.current) return;
         setDiagnostics(answer.diagnostics);
         setOutputs((old) => ({ ...old, ...answer.outputs }));
-        setCompiled(answer.ok ? await compile(source) : null);
+        const machine = answer.ok ? await compile(source) : null;
+        if (ticket !== checked.current) return;
+        setCompiled(machine);
+        setChecking(false);
       } catch (error) {
         if (ticket === checked.current) setStatus({ text: (error as Error).message, kind: "error" });
       }
@@ -453,8 +460,11 @@ function Builder() {
         <button data-action="fit" onClick={() => flow.fitView({ padding: 0.2 })} disabled={mode === "text"}>Zoom to fit</button>
         <button data-action="save" onClick={save}>Save</button>
         <button data-action="install" onClick={install} disabled={!saved}>Install</button>
-        <span data-validation={errors.length ? "errors" : "ok"} className={errors.length ? "bad" : "good"}>
-          {errors.length ? `${errors.length} error${errors.length > 1 ? "s" : ""}` : "valid"}
+        <span
+          data-validation={checking ? "checking" : errors.length ? "errors" : "ok"}
+          className={checking ? "muted" : errors.length ? "bad" : "good"}
+        >
+          {checking ? "checking…" : errors.length ? `${errors.length} error${errors.length > 1 ? "s" : ""}` : "valid"}
         </span>
         {status && (
           <span data-status={status.kind} className={status.kind === "error" ? "bad" : "muted"} role="status">
