@@ -5,13 +5,17 @@ the shape AWS gives them (an alias's ARN is its machine's ARN plus `:<alias>`, a
 ARN share its name), so a statement's `Resource` and a definition's `Parameters` resolve alike.
 `Policies.allows(role, action, resource)` is IAM's identity-policy evaluation: an explicit `Deny`
 wins, else some `Allow` must match the action (case-insensitive, `*` and `?` wildcards) and the
-resource (case-sensitive, wildcards spanning `:` and `/`). A statement with a `Condition`, a
-`NotAction` or a `NotResource` is not evaluated: none is expected, and one fails the test.
+resource (case-sensitive, wildcards spanning `:` and `/`) and its `Condition`, if any, must hold
+in the request's context (`allows(..., context=)`: the condition keys' values the request carries,
+`None` for a key it does not carry). The string and ARN operators are evaluated (`IfExists` too);
+any other operator, a condition key the caller gave no value for, a `NotAction` or a `NotResource`
+cannot be evaluated and fails the test.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,16 +126,82 @@ def _listed(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
+Context = Mapping[str, str | None]
+"""A request's condition keys (case-insensitive) and their values; `None`: the request does not
+carry that key."""
+
+
+def _equals(value: str, policy: str) -> bool:
+    return value == policy
+
+
+def _equals_ignore_case(value: str, policy: str) -> bool:
+    return value.casefold() == policy.casefold()
+
+
+def _like(value: str, policy: str) -> bool:
+    return _pattern(policy, case_sensitive=True).fullmatch(value) is not None
+
+
+def _arn_like(value: str, policy: str) -> bool:
+    """ARNs compare part by part: a wildcard does not span the first five `:` separators."""
+    values, policies = value.split(":", 5), policy.split(":", 5)
+    return len(values) == len(policies) == 6 and all(map(_like, values, policies))
+
+
+CONDITION_OPERATORS = {
+    # operator -> (how one policy value matches the request's value, negated)
+    "StringEquals": (_equals, False),
+    "StringNotEquals": (_equals, True),
+    "StringEqualsIgnoreCase": (_equals_ignore_case, False),
+    "StringNotEqualsIgnoreCase": (_equals_ignore_case, True),
+    "StringLike": (_like, False),
+    "StringNotLike": (_like, True),
+    "ArnEquals": (_arn_like, False),
+    "ArnLike": (_arn_like, False),
+    "ArnNotEquals": (_arn_like, True),
+    "ArnNotLike": (_arn_like, True),
+}
+"""The single-valued string and ARN condition operators
+(https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html)."""
+
+
+@dataclass(frozen=True)
+class Condition:
+    operator: str
+    key: str
+    values: tuple[str, ...]
+
+    def holds(self, context: Context) -> bool:
+        """IAM's evaluation: any of the policy's values may match; a key the request does not
+        carry makes the condition false, but true for a negated operator or with `IfExists`."""
+        known = {k.lower(): v for k, v in context.items()}
+        assert self.key.lower() in known, (
+            f"cannot evaluate the condition {self.operator} on {self.key}: the request's value "
+            f"of it is not known (the check must pass it in the context)"
+        )
+        value = known[self.key.lower()]
+        base = self.operator.removesuffix("IfExists")
+        match, negated = CONDITION_OPERATORS[base]
+        if value is None:
+            return negated or self.operator.endswith("IfExists")
+        matched = any(match(value, policy) for policy in self.values)
+        return matched != negated
+
+
 @dataclass(frozen=True)
 class Statement:
     effect: str
     actions: tuple[str, ...]
     resources: tuple[str, ...]
+    conditions: tuple[Condition, ...] = ()
 
-    def matches(self, action: str, resource: str) -> bool:
-        return any(
-            _pattern(a, case_sensitive=False).fullmatch(action) for a in self.actions
-        ) and any(_pattern(r, case_sensitive=True).fullmatch(resource) for r in self.resources)
+    def matches(self, action: str, resource: str, context: Context) -> bool:
+        return (
+            any(_pattern(a, case_sensitive=False).fullmatch(action) for a in self.actions)
+            and any(_pattern(r, case_sensitive=True).fullmatch(resource) for r in self.resources)
+            and all(c.holds(context) for c in self.conditions)
+        )
 
 
 class Policies:
@@ -155,9 +225,7 @@ class Policies:
             assert set(role) == {"Ref"}, f"a policy attached to a role of another stack: {role}"
             statements = self.by_role.setdefault((stack, role["Ref"]), [])
             for statement in document["Statement"]:
-                unsupported = {"Condition", "NotAction", "NotResource", "Principal"} & set(
-                    statement
-                )
+                unsupported = {"NotAction", "NotResource", "Principal"} & set(statement)
                 assert not unsupported, f"cannot evaluate {sorted(unsupported)}: {statement}"
                 statements.append(
                     Statement(
@@ -167,14 +235,31 @@ class Policies:
                             str(self.values.resolve(r, stack))
                             for r in _listed(statement["Resource"])
                         ),
+                        conditions=self._conditions(stack, statement),
                     )
                 )
 
-    def allows(self, role: tuple[str, str], action: str, resource: str) -> bool:
+    def _conditions(self, stack: str, statement: dict[str, Any]) -> tuple[Condition, ...]:
+        found = []
+        for operator, keys in statement.get("Condition", {}).items():
+            assert operator.removesuffix("IfExists") in CONDITION_OPERATORS, (
+                f"cannot evaluate the condition operator {operator}: {statement}"
+            )
+            for key, values in keys.items():
+                resolved = tuple(str(self.values.resolve(v, stack)) for v in _listed(values))
+                found.append(Condition(operator, key, resolved))
+        return tuple(found)
+
+    def allows(
+        self, role: tuple[str, str], action: str, resource: str, context: Context | None = None
+    ) -> bool:
+        """`context`: the request's condition keys; a statement that matches the action and the
+        resource and has a condition on a key it does not give fails the check."""
         statements = self.by_role[role]
-        if any(s.effect == "Deny" and s.matches(action, resource) for s in statements):
+        given = context or {}
+        if any(s.effect == "Deny" and s.matches(action, resource, given) for s in statements):
             return False
-        return any(s.effect == "Allow" and s.matches(action, resource) for s in statements)
+        return any(s.effect == "Allow" and s.matches(action, resource, given) for s in statements)
 
     def role_of(self, stack: str, role: Any) -> tuple[str, str]:
         """The role a `RoleArn`/`Role` property refers to (`Fn::GetAtt [Role, Arn]`)."""

@@ -14,7 +14,7 @@ import pytest
 
 from switchyard.runtime.models_catalog import ModelCatalog
 from switchyard.runtime.providers.bedrock import BedrockProvider
-from tests.infra.synth import Synthesized, make_repository, synthesize
+from tests.infra.synth import AGNOSTIC, Synthesized, make_repository, synthesize
 
 ACCOUNT = "123456789012"
 
@@ -59,15 +59,17 @@ def allowed(resources: list[str], arn: str) -> bool:
     return any(fnmatch.fnmatchcase(arn, pattern) for pattern in resources)
 
 
-def _synth(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, region: str | None) -> Synthesized:
-    if region is None:
-        monkeypatch.delenv("CDK_DEFAULT_ACCOUNT", raising=False)
-        monkeypatch.delenv("CDK_DEFAULT_REGION", raising=False)
-    else:
-        monkeypatch.setenv("CDK_DEFAULT_ACCOUNT", ACCOUNT)
-        monkeypatch.setenv("CDK_DEFAULT_REGION", region)
+def _synth(tmp_path: Path, region: str | None) -> Synthesized:
+    """`cdk synth` without credentials (`region` None: an environment-agnostic stack), or
+    `cdk deploy` into `region` (`build_app` reads the environment it is given, not the
+    process's)."""
+    environ = (
+        AGNOSTIC
+        if region is None
+        else {"CDK_DEFAULT_ACCOUNT": ACCOUNT, "CDK_DEFAULT_REGION": region}
+    )
     root, _ = make_repository(tmp_path, {}, {})
-    return synthesize(root, **{"switchyard:provider": "bedrock"})
+    return synthesize(root, environ=environ, **{"switchyard:provider": "bedrock"})
 
 
 @pytest.mark.parametrize(
@@ -75,12 +77,12 @@ def _synth(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, region: str | None) 
     [(None, "us-east-1"), (None, "eu-central-1"), ("eu-central-1", "eu-central-1")],
 )
 def test_every_catalog_model_may_be_invoked_as_the_provider_names_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, synth_region: str | None, run_region: str
+    tmp_path: Path, synth_region: str | None, run_region: str
 ) -> None:
     """The synth passes cdk-nag (or it would raise), and for every model the provider would call
     from the region, the role allows the profile there and the foundation model in the regions
     it routes to."""
-    synthesized = _synth(tmp_path, monkeypatch, synth_region)
+    synthesized = _synth(tmp_path, synth_region)
     provider = BedrockProvider(region=run_region)
     for function in ("agent_step", "router_step"):
         resources = invoke_resources(synthesized, function, run_region)
@@ -100,9 +102,9 @@ def test_every_catalog_model_may_be_invoked_as_the_provider_names_it(
 
 
 def test_another_regions_profile_is_not_granted_when_the_region_is_known(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
-    synthesized = _synth(tmp_path, monkeypatch, "eu-central-1")
+    synthesized = _synth(tmp_path, "eu-central-1")
     resources = invoke_resources(synthesized, "agent_step", "eu-central-1")
     sonnet = "anthropic.claude-sonnet-4-5-20250929-v1:0"
     assert allowed(

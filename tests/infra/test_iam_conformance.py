@@ -14,8 +14,9 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from email.utils import parseaddr
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +26,17 @@ from botocore import xform_name
 
 from infra.config import Settings
 from infra.tool_access import ACCOUNT, PARTITION, REGION, derive_tool_access
+from switchyard.approvals.settings import ApprovalSettings
 from switchyard.constants import (
     API_KEY_SECRET_ENV,
+    APPROVAL_SIGNING_SECRET_ENV,
     BUDGET_TABLE_ENV,
     DATABASE_SECRET_ARN_ENV,
     EVENT_BUS_ENV,
     IDEMPOTENCY_TABLE_ENV,
     OUTPUT_BUCKET_ENV,
+    SES_IDENTITY_ENV,
+    SLACK_SECRET_ENV,
     WEBHOOK_DEAD_LETTER_QUEUE_URL_ENV,
     WEBHOOK_SECRET_ENV,
     WEBHOOK_STATE_MACHINE_ARN_ENV,
@@ -39,7 +44,7 @@ from switchyard.constants import (
 from switchyard.source import load_document
 from switchyard.validate import validate_file
 from tests.infra.conftest import CONFIGURED_CONTEXT, CORPUS_CONTEXT
-from tests.infra.iam import ANY_NAME, AwsValues, Policies
+from tests.infra.iam import ANY_NAME, AwsValues, Context, Policies
 from tests.infra.synth import REPO, Synthesized
 
 SYNTHESIZED = ["platform", "platform_agnostic", "corpus", "configured"]
@@ -295,7 +300,7 @@ class UsedResource:
     """The resource's ARN from the variable's (resolved) value."""
 
 
-IAM_PREFIX = {"stepfunctions": "states"}
+IAM_PREFIX = {"stepfunctions": "states", "sesv2": "ses"}
 OUTPUT_READERS = {"render": "s3:GetObject", "approval_notify": "s3:GetObject"}
 """Functions whose code only resolves references to large outputs (`wiring.output_stores()`,
 `OutputStore.get`) and stores none: of the output store's calls, only the read is theirs."""
@@ -350,8 +355,73 @@ USED: dict[str, UsedResource] = {
         ("layers/switchyard/triggers/webhook.py", "functions/webhook_trigger/handler.py"),
         _secret_reference,
     ),
+    APPROVAL_SIGNING_SECRET_ENV: UsedResource(
+        "secretsmanager", ("layers/switchyard/approvals/settings.py",), _secret_reference
+    ),
+    SLACK_SECRET_ENV: UsedResource(
+        "secretsmanager", ("layers/switchyard/approvals/settings.py",), _secret_reference
+    ),
+    SES_IDENTITY_ENV: UsedResource(
+        # SES authorizes a send on the sender's identity: its address (the variable's value).
+        "sesv2",
+        ("layers/switchyard/approvals/email.py::SesSender",),
+        lambda v, a: a("ses", f"identity/{v}"),
+    ),
 }
 """Environment variables that name an AWS resource, and where the code calls it."""
+
+
+GATE_FUNCTION = "approval_notify"
+"""Every `waitForTaskToken` gate hands its task token to this function (FUNCTION_SPECS)."""
+GATE_ANSWERS = ("layers/switchyard/gates/callbacks.py::Boto3Callbacks",)
+"""The code that answers a gate's task token (Step Functions' task-token API)."""
+GATE_ANSWERERS = {"approval_api": {"states:SendTaskSuccess", "states:SendTaskFailure"}}
+"""Functions that answer the gates' tokens, and which of those calls are theirs: a link or a
+Slack click approves or rejects (`ApprovalService.decide`), never cancels (a cancel's
+StopExecution is an operator's, through the CLI or the REST API)."""
+
+
+def gate_machines(synthesized: Synthesized, values: AwsValues) -> set[str]:
+    """The ARNs of the machines with a Task state that hands `GATE_FUNCTION` a task token: a
+    task token's calls are authorized on the machine of the execution that issued it."""
+    notify = {
+        values.attribute(stack, logical_id, "Arn")
+        for stack, template in synthesized.templates.items()
+        for logical_id, resource in template["Resources"].items()
+        if resource["Type"] == "AWS::Lambda::Function"
+        and {"Key": "switchyard:function", "Value": GATE_FUNCTION}
+        in resource["Properties"].get("Tags", [])
+    }
+    assert len(notify) == 1, notify
+    (arn,) = notify
+    found = set()
+    for machine in deployed_machines(synthesized):
+        definition = json.loads(values.definition((machine.stack, machine.logical_id)))
+        for _, task in tasks(definition["States"]):
+            if not task["Resource"].endswith(".waitForTaskToken"):
+                continue
+            function = str(
+                (task.get("Parameters") or task.get("Arguments") or {}).get("FunctionName")
+            )
+            if function == arn or function.startswith(f"{arn}:"):
+                found.add(values.attribute(machine.stack, machine.logical_id, "Arn"))
+    return found
+
+
+class _StandInSecrets:
+    """Secrets Manager as `ApprovalSettings.from_env` reads it, with a stand-in signing key."""
+
+    def get_secret_value(self, SecretId: str) -> dict[str, str]:  # noqa: N803 (boto3's name)
+        return {"SecretString": json.dumps({"k1": "stand-in-" + "0" * 32})}
+
+
+def request_context(variables: Mapping[str, str]) -> Context:
+    """The condition keys of a function's requests, from its (resolved) environment: SES's
+    `ses:FromAddress` is the address of the sender its code sends as (`ApprovalSettings`)."""
+    if SES_IDENTITY_ENV not in variables:
+        return {}
+    settings = ApprovalSettings.from_env(None, variables, secrets=_StandInSecrets())
+    return {"ses:FromAddress": parseaddr(settings.email_from)[1]}
 
 
 def _source(module: str) -> str:
@@ -396,6 +466,7 @@ def function_needs(
     """Each function (stack, logical id) -> (folder, what its code calls on its resources)."""
     arns = Arns(values.region, values.account)
     found = {}
+    answered = gate_machines(synthesized, values)
     for stack, template in synthesized.templates.items():
         for logical_id, resource in template["Resources"].items():
             if resource["Type"] != "AWS::Lambda::Function":
@@ -417,8 +488,33 @@ def function_needs(
                     actions = {reader} & actions
                 needs |= {(a, arn) for a in actions}
                 needs |= kms_needs(synthesized, values, stack, variables[variable], actions)
+            answers = GATE_ANSWERERS.get(tags["switchyard:function"])
+            if answers is not None:
+                actions = code_actions("stepfunctions", GATE_ANSWERS) & answers
+                assert actions == answers, f"{GATE_ANSWERS} no longer calls {answers - actions}"
+                needs |= {(a, machine) for a in actions for machine in answered}
             found[(stack, logical_id)] = (tags["switchyard:function"], needs)
     return found
+
+
+def function_contexts(
+    synthesized: Synthesized, values: AwsValues
+) -> dict[tuple[str, str], Context]:
+    """Each function (stack, logical id) -> the condition keys of its requests."""
+    return {
+        (stack, logical_id): request_context(
+            {
+                name: str(values.resolve(value, stack))
+                for name, value in resource["Properties"]
+                .get("Environment", {})
+                .get("Variables", {})
+                .items()
+            }
+        )
+        for stack, template in synthesized.templates.items()
+        for logical_id, resource in template["Resources"].items()
+        if resource["Type"] == "AWS::Lambda::Function"
+    }
 
 
 KMS_FOR = {
@@ -524,6 +620,7 @@ def test_every_functions_role_may_call_what_its_code_and_its_tools_call(
     synthesized: Synthesized = request.getfixturevalue(which)
     policies = Policies(synthesized)
     tools = tool_needs(synthesized, CONTEXTS[which])
+    contexts = function_contexts(synthesized, policies.values)
     denied, checked = [], 0
     for (stack, logical_id), (folder, needs) in function_needs(
         synthesized, policies.values
@@ -534,7 +631,7 @@ def test_every_functions_role_may_call_what_its_code_and_its_tools_call(
         for action, resource in sorted(needs | tools.get(folder, set())):
             checked += 1
             wildcard = resource.replace("*", ANY_NAME).replace("?", "x")
-            if not policies.allows(role, action, wildcard):
+            if not policies.allows(role, action, wildcard, contexts[(stack, logical_id)]):
                 denied.append(f"{folder} ({logical_id}): {action} on {wildcard}")
     assert checked > 20
     assert not denied, "\n".join(denied)
@@ -562,3 +659,38 @@ def test_encrypted_outputs_and_secrets_take_their_key(platform: Synthesized) -> 
     assert agent == {"kms:Decrypt", "kms:GenerateDataKey"}  # outputs, and the secrets
     reader = {action for action, resource in needs["render"] if ":kms:" in resource}
     assert reader == {"kms:Decrypt"}
+
+
+def test_approval_apis_calls_are_derived_and_its_sender_condition_is_evaluated(
+    configured: Synthesized,
+) -> None:
+    """approval_api's calls come from its code and its environment (the signing key and Slack
+    secrets, SES as the configured sender, the gates' task tokens); the SES grant's condition is
+    evaluated on the address the code sends as, so another sender is denied."""
+    policies = Policies(configured)
+    values = policies.values
+    needs = {
+        folder: (key, found) for key, (folder, found) in function_needs(configured, values).items()
+    }
+    (stack, logical_id), found = needs["approval_api"]
+    actions = {action for action, _ in found}
+    assert {
+        "secretsmanager:GetSecretValue",
+        "ses:SendEmail",
+        "states:SendTaskSuccess",
+        "states:SendTaskFailure",
+    } <= actions
+    assert "states:StopExecution" not in actions
+    context = function_contexts(configured, values)[(stack, logical_id)]
+    assert context == {"ses:FromAddress": "noreply@example.com"}
+    role = policies.role_of(
+        stack, configured.templates[stack]["Resources"][logical_id]["Properties"]["Role"]
+    )
+    identity = Arns(values.region, values.account)("ses", "identity/noreply@example.com")
+    assert policies.allows(role, "ses:SendEmail", identity, context)
+    assert not policies.allows(
+        role, "ses:SendEmail", identity, {"ses:FromAddress": "someone@example.com"}
+    )
+    assert not policies.allows(role, "ses:SendEmail", identity, {"ses:FromAddress": None})
+    with pytest.raises(AssertionError, match="cannot evaluate the condition"):
+        policies.allows(role, "ses:SendEmail", identity)

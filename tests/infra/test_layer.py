@@ -109,6 +109,9 @@ LAYER_MODULES = {
     "httpx": "httpx",
     "psycopg": "psycopg",
     "psycopg_pool": "psycopg",
+    "fastapi": "fastapi",
+    "starlette": "fastapi",  # FastAPI's own dependency, pinned in the lock
+    "mangum": "mangum",
 }
 
 
