@@ -48,6 +48,7 @@ class BuiltOnce(Generic[T]):
         self._build = build
         self._lock = threading.Lock()
         self._built: list[T] = []
+        self._dependents: list[BuiltOnce[Any]] = []
         functools.update_wrapper(self, build)
 
     def __call__(self) -> T:
@@ -63,9 +64,17 @@ class BuiltOnce(Generic[T]):
         return bool(self._built)
 
     def cache_clear(self) -> None:
-        """Forget the result (tests that change the environment); the next call builds anew."""
+        """Forget the result (tests that change the environment); the next call builds anew.
+        What was built from it (`dependents`) is forgotten too: a store kept on a pool that was
+        closed and forgotten would otherwise outlive it."""
         with self._lock:
             self._built.clear()
+        for dependent in self._dependents:
+            dependent.cache_clear()
+
+    def dependents(self, *built: BuiltOnce[Any]) -> None:
+        """Declare results built from this one, forgotten whenever this one is."""
+        self._dependents.extend(built)
 
 
 def database_conninfo(environ: dict[str, str] | None = None, *, secrets: Any = None) -> str | None:
@@ -142,3 +151,6 @@ def step_services() -> StepServices:
         )
     log.warning("no database and no AWS tables configured: stores are in memory, budgets off")
     return StepServices()
+
+
+database_pool.dependents(output_stores, step_services)

@@ -43,7 +43,7 @@ TIGHT_BUDGET = """\
 switchyard: 1
 name: NAME
 version: 1
-budget: {max_cost_usd: 0.05}
+budget: {max_cost_usd: 0.00001}  # pays for no useful answer: the call is refused
 defaults: {model: claude-haiku-4-5}
 steps:
   summarize: {type: agent, prompt: "Summarize the quarter"}

@@ -16,7 +16,7 @@ from tests.cli import cli_environment, switchyard
 MAP = """\
 switchyard: 1
 name: costly-map
-version: 1
+version: VERSION
 budget: {max_cost_usd: LIMIT, on_exceeded: fail}
 defaults: {model: claude-haiku-4-5}
 inputs:
@@ -38,8 +38,12 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
         yield environment
 
 
-def run(env: dict[str, str], tmp_path: Path, limit: str) -> tuple[dict[str, object], int]:
-    (tmp_path / "map.yaml").write_text(MAP.replace("LIMIT", limit))
+def run(
+    env: dict[str, str], tmp_path: Path, limit: str, version: int
+) -> tuple[dict[str, object], int]:
+    """One run under `limit`; another limit is another definition, so another `version` (a
+    version names one definition). The historical average is the step's across versions."""
+    (tmp_path / "map.yaml").write_text(MAP.replace("LIMIT", limit).replace("VERSION", str(version)))
     (tmp_path / "script.yaml").write_text(SCRIPT)
     done = switchyard(
         env, "run", str(tmp_path / "map.yaml"), "--llm-script", str(tmp_path / "script.yaml"),
@@ -57,10 +61,10 @@ def run(env: dict[str, str], tmp_path: Path, limit: str) -> tuple[dict[str, obje
 def test_a_map_failed_on_a_budget_refusal_reports_what_the_ledger_settled(
     env: dict[str, str], tmp_path: Path
 ) -> None:
-    first, settled = run(env, tmp_path, "1.00")  # gives the step an average cost to reserve
+    first, settled = run(env, tmp_path, "1.00", 1)  # gives the step an average cost to reserve
     assert first["status"] == "succeeded"
     for _ in range(3):  # 4 items in flight; the 6th reservation no longer fits
-        shown, settled = run(env, tmp_path, "0.05")
+        shown, settled = run(env, tmp_path, "0.05", 2)
         assert shown["status"] == "failed"
         assert shown["error"]["type"] == "budget"  # type: ignore[index]
         assert Decimal(str(shown["cost_usd"])) == Decimal(settled) / 1_000_000

@@ -5,8 +5,11 @@ real step functions (approval_notify opens real gates), real PostgreSQL."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +33,15 @@ TIMES_OUT = """\
 switchyard: 1
 name: impatient
 version: 1
-budget: {max_duration: 2s}
+budget: {max_duration: 1h}
 steps:
   child: {type: sub_workflow, workflow: waits-for-lee@1}
-  ask: {type: human_gate, message: "Also?", assignee: lee}
+  fetch:
+    type: tool
+    tool: http.request
+    args: {url: "%s"}
+    retry: {max_attempts: 1}
+  ask: {type: human_gate, after: [fetch], message: "Also?", assignee: lee, timeout: 50m}
 """
 CANCELLED = """\
 switchyard: 1
@@ -62,10 +70,25 @@ def conninfo() -> Iterator[str]:
         yield info
 
 
+class FastForward:
+    """The engine's clock: the real time plus however far a test has moved it on."""
+
+    def __init__(self) -> None:
+        self.ahead = timedelta()
+
+    def __call__(self) -> datetime:
+        return datetime.now(UTC) + self.ahead
+
+
 @pytest.fixture
-def engine(conninfo: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
+def clock() -> FastForward:
+    return FastForward()
+
+
+@pytest.fixture
+def engine(conninfo: str, clock: FastForward, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
     monkeypatch.setenv("DATABASE_URL", conninfo)  # approval_notify records gates there
-    engine = Engine(conninfo)
+    engine = Engine(conninfo, clock=clock)
     engine.start()
     try:
         yield engine
@@ -113,10 +136,51 @@ def open_gates(conninfo: str) -> set[str]:
     return {str(r[0]) for r in rows(conninfo, "SELECT run_id FROM gates WHERE status = 'open'")}
 
 
+@pytest.fixture
+def held_server() -> Iterator[tuple[str, threading.Event, threading.Event]]:
+    """An HTTP server whose answers wait for the test: (url, asked, answer)."""
+    asked, answer = threading.Event(), threading.Event()
+
+    class Held(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.set()
+            answer.wait(30)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Held)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/", asked, answer
+    finally:
+        answer.set()
+        server.shutdown()
+        server.server_close()
+
+
 def test_a_run_past_max_duration_is_timed_out_everywhere_with_its_gates_closed(
-    engine: Engine, conninfo: str, tmp_path: Path
+    engine: Engine,
+    conninfo: str,
+    tmp_path: Path,
+    clock: FastForward,
+    held_server: tuple[str, threading.Event, threading.Event],
 ) -> None:
-    execution = start(engine, tmp_path, TIMES_OUT, "times-out-1")
+    """The gate opens 30 minutes into the run (a call before it takes that long on the engine's
+    clock), so its 50 minutes reach past the run's hour: the run's end, not the gate's timeout,
+    closes it."""
+    url, asked, answer = held_server
+    execution = start(engine, tmp_path, TIMES_OUT % url, "times-out-1")
+    assert asked.wait(30)
+    clock.ahead = timedelta(minutes=30)
+    answer.set()
+    until(lambda: "times-out-1" in open_gates(conninfo))
+    clock.ahead = timedelta(minutes=61)  # past the run's hour, short of the gate's 80 minutes
     assert engine.wait(execution, timeout=30) == "TIMED_OUT"
     with psycopg.connect(conninfo) as conn:
         execution_id, _ = find_run(conn, "times-out-1")
