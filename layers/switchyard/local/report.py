@@ -46,13 +46,23 @@ def _time(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
+FIND_RUN_SQL = """
+SELECT e.id, e.arn
+  FROM workflow_runs r JOIN sfn_executions e ON e.id = r.execution_id
+ WHERE r.run_id = %s
+UNION
+SELECT e.id, e.arn
+  FROM sfn_executions e JOIN workflow_runs r ON r.execution_id = e.id
+ WHERE e.arn = %s
+ ORDER BY 1 DESC
+"""
+"""A run by its id or its ARN: two lookups, each on its own index (an `OR` across the join read
+every run: 408 ms at 100,000 runs)."""
+
+
 def find_run(conn: psycopg.Connection[Any], run_id: str) -> tuple[int, str]:
     """(execution id, ARN) of a run named by its id (the execution name) or its ARN."""
-    rows = conn.execute(
-        "SELECT e.id, e.arn FROM workflow_runs r JOIN sfn_executions e ON e.id = r.execution_id"
-        " WHERE r.run_id = %s OR e.arn = %s ORDER BY e.id DESC",
-        (run_id, run_id),
-    ).fetchall()
+    rows = conn.execute(FIND_RUN_SQL, (run_id, run_id)).fetchall()
     if not rows:
         raise RunNotFoundError(f"no run {run_id!r}; `switchyard runs list` shows the runs")
     if len(rows) > 1 and not run_id.startswith("arn:"):
