@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -185,6 +186,12 @@ def test_the_request_log_has_method_path_status_and_time_and_no_query_or_header(
 ) -> None:
     with caplog.at_level(logging.DEBUG, logger="switchyard.api"):
         client.get("/runs", params={"workflow": "secret-query"}, headers={"X-Secret": "h3ader"})
-    lines = [r.getMessage() for r in caplog.records if r.name == "switchyard.api"]
+        # the server thread logs after the response has gone out: wait for the line
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            lines = [r.getMessage() for r in caplog.records if r.name == "switchyard.api"]
+            if any(line.startswith("GET /runs 200 ") for line in lines):
+                break
+            time.sleep(0.01)
     assert any(line.startswith("GET /runs 200 ") and line.endswith(" ms") for line in lines)
     assert "secret-query" not in caplog.text and "h3ader" not in caplog.text
