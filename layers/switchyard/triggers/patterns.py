@@ -18,10 +18,10 @@ A field the event does not have matches only `{"exists": false}`.
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any
+
+from switchyard.conditions.string_matches import string_matches
 
 
 class PatternError(ValueError):
@@ -141,7 +141,7 @@ def _value(rule: Any, value: Any) -> bool:
     if op == "equals-ignore-case":
         return isinstance(value, str) and value.casefold() == str(arg).casefold()
     if op == "wildcard":
-        return isinstance(value, str) and _wildcard(str(arg)).fullmatch(value) is not None
+        return isinstance(value, str) and string_matches(str(arg), value)  # the same glob
     if op == "anything-but":
         return _anything_but(arg, value)
     if op == "numeric":
@@ -198,18 +198,3 @@ def _cidr(arg: Any, value: Any) -> bool:
         return isinstance(value, str) and ipaddress.ip_address(value) in network
     except ValueError:
         return False
-
-
-@lru_cache(maxsize=1024)
-def _wildcard(pattern: str) -> re.Pattern[str]:
-    parts: list[str] = []
-    index = 0
-    while index < len(pattern):
-        char = pattern[index]
-        if char == "\\" and index + 1 < len(pattern) and pattern[index + 1] in "*\\":
-            parts.append(re.escape(pattern[index + 1]))
-            index += 2
-            continue
-        parts.append(".*" if char == "*" else re.escape(char))
-        index += 1
-    return re.compile("".join(parts), re.DOTALL)
