@@ -59,6 +59,7 @@ from switchyard.engine.dispatch.workers import DATABASE_FAULT_PATIENCE, invoke
 from switchyard.engine.interpreter import (
     Execution,
     ExecutionStatus,
+    Frame,
     FrameStatus,
     InlineResult,
     Interpreter,
@@ -97,6 +98,8 @@ class _Batch:
     transitions: list[Transition] = field(default_factory=list)
     replies: list[tuple[Future[Any], Any, BaseException | None]] = field(default_factory=list)
     follow_ups: list[Command] = field(default_factory=list)
+    late: set[tuple[int, int, int]] = field(default_factory=set)
+    """Tasks whose late result (their frame was cancelled) this batch recorded."""
 
     def add(self, transition: Transition | None) -> None:
         if transition is not None:
@@ -150,6 +153,9 @@ class Engine:
         self._by_arn: dict[str, int] = {}
         self._machines: dict[str, StateMachine] = {}
         self._stop = threading.Event()
+        self._applying = threading.Lock()
+        """Held by the coordinator while it applies a batch, from its first read to the end of
+        what follows its commit (dispatches, abandoned tasks, replies)."""
         self._done = threading.Condition()
         self._ended: OrderedDict[str, str] = OrderedDict()
         """Final statuses of the executions that ended lately, by ARN, for `wait` (bounded)."""
@@ -224,6 +230,8 @@ class Engine:
         run failed) are waited for first, up to `settle_seconds`, so that what they spend is
         counted on their run before a command that ran this engine exits."""
         deadline = time.monotonic() + settle_seconds
+        with self._applying:  # a batch a caller already saw committed has finished its sequel,
+            pass  # so the tasks it abandoned are known (else close could miss their spend)
         while self._abandoned_running() and time.monotonic() < deadline and self.healthy:
             time.sleep(0.02)
         self._stop.set()
@@ -314,7 +322,8 @@ class Engine:
                     self._take_over()
                     continue
                 if not self._healthy:
-                    self._repair()
+                    with self._applying:
+                        self._repair()
                     continue
                 self._watch_lock()
                 commands, self._retry = self._retry, []
@@ -323,7 +332,8 @@ class Engine:
                 due = self._timers.pop_due(self._clock())
                 commands += [TimerFired(d.execution_id, d.frame, d.kind, d.attempt) for d in due]
                 if commands:
-                    self._process(commands)
+                    with self._applying:
+                        self._process(commands)
             except fencing.FencedOffError as fenced:
                 self._step_down(fenced)
             except Exception as exc:
@@ -665,11 +675,22 @@ class Engine:
                     execution, request, outcome.ok, outcome.value, cause=outcome.cause
                 )
             self._recorder.transition(transition, started=False, parent_id=None)
-        elif (late := self._abandoned.pop(command.outcome.key, None)) is not None:
+        elif (late := self._late_request(command.outcome.key, frame)) is not None:
+            batch.late.add(command.outcome.key)
             self._recorder.task_result(  # the run has moved on; the money was spent anyway
                 execution, late, outcome.ok, outcome.value, cause=outcome.cause, late=True
             )
         batch.add(transition)
+
+    def _late_request(self, key: tuple[int, int, int], frame: Frame | None) -> TaskRequest | None:
+        """The request of a task whose frame was cancelled before its result came: known as
+        abandoned, or still in flight when the cancellation is in this very batch."""
+        abandoned = self._abandoned.get(key)
+        if abandoned is not None:
+            return abandoned
+        if frame is not None and frame.status is FrameStatus.CANCELLED:
+            return self._inflight.get(key)
+        return None
 
     def _request(self, execution: Execution, frame_id: int, attempt: int) -> TaskRequest | None:
         dispatched = self._inflight.get((execution.id, frame_id, attempt))
@@ -966,6 +987,9 @@ class Engine:
                 self._evict(execution.id)
             elif self._parked(execution):
                 self._evict(execution.id)
+        for key in batch.late:  # recorded: nothing more to wait for
+            self._abandoned.pop(key, None)
+            self._inflight.pop(key, None)
         for command in batch.follow_ups:
             self._inbox.put(command)
         for future, value, error in batch.replies:

@@ -58,13 +58,6 @@ def run(
     return shown, int(row[0])
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="a known race, not fixed yet: intermittently (2 of the last 4 runs here), the "
-    "spend of a map item still in flight when the run failed reaches the ledger but not the run "
-    "record before the command's engine closes (reported $0.009, settled $0.018); see "
-    "Engine.close and the late-result path in engine.py",
-)
 def test_a_map_failed_on_a_budget_refusal_reports_what_the_ledger_settled(
     env: dict[str, str], tmp_path: Path
 ) -> None:
