@@ -29,6 +29,10 @@ from tests.pg import fresh_database
 
 DOCUMENTS = 200
 
+# 200 child executions on moto take one to five minutes, by how busy the machine is: the test's
+# own deadline (900 s, below) governs, not the suite's default per-test timeout.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
 CLAUSES = [
     "Term. This agreement renews for twenty-four months from 1 July 2026 and then for successive "
     "twelve-month periods unless either party gives ninety days' written notice of non-renewal.",
