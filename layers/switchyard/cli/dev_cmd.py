@@ -120,9 +120,7 @@ def run(args: argparse.Namespace) -> int:
     _approval_links(args.public_url or api.url)
     assert triggers is not None
     try:
-        triggers.start(
-            api.context.catalog.entries(), base_url=api.url, events_port=args.events_port
-        )
+        triggers.start(base_url=api.url, events_port=args.events_port)
     except OSError as exc:
         triggers.close()
         process.close()

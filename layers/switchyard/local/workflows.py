@@ -1,5 +1,6 @@
 """Install a workflow file (and the sub-workflows it calls) into the local engine: compile,
-fill the placeholders with local ARNs, create or update its state machine, publish a version."""
+fill the placeholders with local ARNs, create or update its state machine, publish a version, and
+record its triggers for whichever engine owns the database (docs/triggers.md)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from switchyard.engine import machines
 from switchyard.engine.arns import Arns
 from switchyard.engine.store import EngineStore
 from switchyard.engine.substitution import local_values, substitute
+from switchyard.local.triggers.store import InstalledTriggers, record_installed
 from switchyard.model import LoopStep, MapStep, SubWorkflowBody, Workflow
 from switchyard.validate import validate_file
 from switchyard.validate.catalog import WORKFLOW_SUFFIXES
@@ -84,7 +86,18 @@ def _install(
         routing=[{"stateMachineVersionArn": version_arn, "weight": 100}],
         description=f"workflow {workflow.name} version {workflow.version} {_DIGEST}{digest}",
     )
+    record_installed(store.conn, _triggers(workflow, arn))
     return Installed(workflow, arn, version_arn, alias["stateMachineAliasArn"])
+
+
+def _triggers(workflow: Workflow, machine_arn: str) -> InstalledTriggers:
+    return InstalledTriggers(
+        workflow.name,
+        workflow.version,
+        machine_arn,
+        dict(workflow.inputs),
+        [trigger.model_dump(mode="json") for trigger in workflow.triggers],
+    )
 
 
 _DIGEST = "definition:"

@@ -1,24 +1,33 @@
 """Triggers on the local engine: `schedule`, `webhook`, `event` and `queue` (docs/triggers.md).
 
-service = TriggerService(pool, EngineCommands(engine), specs_of(catalog.entries()))
+Installing a workflow records its triggers in the database (`store.record_installed`); every
+engine process serves those of its database:
+
+service = TriggerService(pool, EngineCommands(engine))  # the installed workflows' triggers
 service.start()                                   # schedules and queues, in the background
-app.include_router(trigger_router(service))       # /webhooks, /queues, /triggers
-serve events_app(service) on --events-port        # EventBridge PutEvents
+app.include_router(trigger_router(service))       # /webhooks, /queues, /triggers (dev only)
+serve events_app(service) on --events-port        # EventBridge PutEvents (dev only)
+
+The HTTP faces (`trigger_router`, `events_app`) are in `local.triggers.http`, imported from there
+only: installing a workflow imports this package, and should not import a web framework.
 """
 
-from switchyard.local.triggers.http import events_app, trigger_router
-from switchyard.local.triggers.service import TriggerService, specs_of
-from switchyard.local.triggers.starter import Starter, TriggerSpec, trigger_specs
-from switchyard.local.triggers.store import Delivery, TriggerStore
+from switchyard.local.triggers.service import TriggerService
+from switchyard.local.triggers.starter import (
+    Starter,
+    TriggerSpec,
+    specs_of_workflow,
+    trigger_specs,
+)
+from switchyard.local.triggers.store import Delivery, InstalledTriggers, TriggerStore
 
 __all__ = [
     "Delivery",
+    "InstalledTriggers",
     "Starter",
     "TriggerService",
     "TriggerSpec",
     "TriggerStore",
-    "events_app",
-    "specs_of",
-    "trigger_router",
+    "specs_of_workflow",
     "trigger_specs",
 ]

@@ -1,13 +1,21 @@
-"""Local triggers beside a running engine, as `switchyard dev` runs them:
+"""Local triggers beside a running engine. Every engine process fires schedules and reads queues;
+only a process that serves HTTP serves webhooks and events (docs/triggers.md, "Which process
+serves what"). `switchyard dev`:
 
     triggers = LocalTriggers(engine)                           # before the REST server
     server = serve_rest_api(..., routers=[triggers.router])    # /webhooks, /queues, /triggers
-    triggers.start(catalog.entries(), base_url=server.url, events_port=8084)
+    triggers.start(base_url=server.url, events_port=8084)
     ...
     triggers.close()
 
-`start` fills in the installed workflows' triggers, starts the scheduler and queue consumer
-thread, and serves EventBridge PutEvents on `events_port` (127.0.0.1, uvicorn, a thread).
+A background engine (`python -m switchyard.local.background`):
+
+    EngineProcess(conninfo, extra_servers=[background_triggers])
+
+`start` runs the scheduler and queue consumer thread over the triggers of the workflows installed
+in the database, and serves EventBridge PutEvents on `events_port` (127.0.0.1, uvicorn, a thread).
+The thread fires only while the engine owns the database (`Engine.healthy`), and the engine lock
+lets one engine at a time own it: a slot fires, and a message is consumed, once across engines.
 """
 
 from __future__ import annotations
@@ -15,8 +23,6 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterable
-from typing import Any
 
 import uvicorn
 from psycopg_pool import ConnectionPool
@@ -24,7 +30,7 @@ from psycopg_pool import ConnectionPool
 from switchyard.engine.engine import Engine
 from switchyard.local.engine_client import EngineCommands
 from switchyard.local.triggers.http import events_app, trigger_router
-from switchyard.local.triggers.service import TriggerService, specs_of
+from switchyard.local.triggers.service import TriggerService
 
 POOL_NAME = "switchyard-triggers"
 
@@ -64,7 +70,12 @@ class LocalTriggers:
             check=ConnectionPool.check_connection,
             name=POOL_NAME,
         )
-        self.service = TriggerService(self.pool, EngineCommands(engine), poll_seconds=poll_seconds)
+        self.service = TriggerService(
+            self.pool,
+            EngineCommands(engine),
+            poll_seconds=poll_seconds,
+            ready=lambda: engine.healthy,
+        )
         self.router = trigger_router(self.service)
         self._events: _EventsServer | None = None
 
@@ -74,14 +85,13 @@ class LocalTriggers:
 
     def start(
         self,
-        entries: Iterable[Any],
         *,
-        base_url: str,
+        base_url: str = "",
         events_port: int | None = None,
         events_host: str = "127.0.0.1",
     ) -> None:
-        """Serve the triggers of `entries` (the REST server's installed workflows)."""
-        self.service.specs = specs_of(entries)
+        """Fire schedules and read queues; with `events_port`, serve PutEvents there too.
+        `base_url`: the REST server's, for the webhook URLs `GET /triggers` shows."""
         self.service.base_url = base_url.rstrip("/")
         if events_port is not None:
             self._events = _EventsServer(self.service, events_host, events_port)
@@ -92,3 +102,15 @@ class LocalTriggers:
         if self._events is not None:
             self._events.close()
         self.pool.close()
+
+    server_close = close
+    """`EngineProcess` closes what its `extra_servers` made with `server_close`, before the
+    engine."""
+
+
+def background_triggers(engine: Engine) -> LocalTriggers:
+    """The triggers of an engine that serves no HTTP (an `EngineProcess` extra server): its
+    schedules fire and its queues are read; webhooks and events need `switchyard dev`."""
+    triggers = LocalTriggers(engine)
+    triggers.start()
+    return triggers

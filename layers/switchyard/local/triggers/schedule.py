@@ -7,6 +7,10 @@ Policy (docs/triggers.md):
 - At each tick, the latest slot at or before now that is after the last fire fires, once. Slots
   missed while the engine was down are not replayed one by one: the latest of them fires once
   when the engine is back (as EventBridge Scheduler's retries would deliver at most that one late).
+- A start the engine fails is tried again at the next rounds, up to `MAX_START_ATTEMPTS` (as
+  Scheduler's retry policy, much shorter), then kept as the trigger's dead letter; either way the
+  slot is done. An engine that cannot take commands (another owns the database, an outage) is not
+  asked at all: the trigger loop waits until it can (`TriggerService.ready`).
 - A slot's delivery id is its time (`2026-12-01T09:00:00Z`, as Scheduler's `scheduled-time`), so
   its run id is the same whoever fires it: an engine that crashed after starting the run and
   before storing the fire finds the run on restart and starts no second one.
@@ -23,6 +27,9 @@ from croniter import croniter  # type: ignore[import-untyped]
 from switchyard.local.triggers.starter import Starter, TriggerSpec
 from switchyard.local.triggers.store import Delivery, TriggerStore
 from switchyard.model import ScheduleTrigger
+
+MAX_START_ATTEMPTS = 5
+"""Rounds a slot whose start the engine fails is tried in, before it is a dead letter."""
 
 
 def slot_time(slot: datetime) -> str:
@@ -47,6 +54,8 @@ class Scheduler:
     def __init__(self, starter: Starter, store: TriggerStore) -> None:
         self.starter = starter
         self.store = store
+        self._attempts: dict[tuple[str, datetime], int] = {}
+        """Failed starts of a slot in this process (a restart tries afresh: the run id guards)."""
 
     def tick(self, specs: Sequence[TriggerSpec], now: datetime) -> list[Delivery]:
         """Fire every schedule whose slot has come since its last fire; what was delivered."""
@@ -69,6 +78,14 @@ class Scheduler:
                 "execution_id": run_id,
                 "attempt": 1,
             }
-            fired.append(self.starter.deliver(spec, slot_time(slot), value))
+            attempt = self._attempts.get((spec.key, slot), 0) + 1
+            delivery = self.starter.deliver(
+                spec, slot_time(slot), value, retry_failures=attempt < MAX_START_ATTEMPTS
+            )
+            if delivery is None:  # the engine failed the start: again next round
+                self._attempts[(spec.key, slot)] = attempt
+                continue
+            self._attempts.pop((spec.key, slot), None)
+            fired.append(delivery)
             self.store.record_fire(spec.key, slot)
         return fired

@@ -1,8 +1,10 @@
 """Triggers on the local engine, together: which triggers exist, the scheduler and the queue
 consumer on one background thread, webhook and event deliveries, and what `triggers list` shows.
 
-`switchyard dev` builds one `TriggerService` beside its engine (see `serve_triggers` in
-`switchyard.local.triggers.http`)."""
+Every engine process builds one `TriggerService` beside its engine (`local.triggers.runtime`):
+`switchyard dev` with the HTTP faces (`local.triggers.http`), a background engine without. The
+triggers served are those of the workflows installed in the database (`workflow_triggers`), read
+afresh each round, so a workflow installed while the engine runs is served at once."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -19,7 +21,7 @@ from psycopg_pool import ConnectionPool
 
 from switchyard.local.triggers.queue import QueueConsumer
 from switchyard.local.triggers.schedule import Scheduler, next_slot
-from switchyard.local.triggers.starter import Starter, Starts, TriggerSpec
+from switchyard.local.triggers.starter import Starter, Starts, TriggerSpec, specs_of_workflow
 from switchyard.local.triggers.store import Delivery, TriggerStore
 from switchyard.model import EventTrigger, QueueTrigger, ScheduleTrigger, WebhookTrigger
 from switchyard.triggers.patterns import PatternError, matches
@@ -39,6 +41,10 @@ RUN_EXISTS_SQL = "SELECT 1 FROM sfn_executions WHERE name = %s LIMIT 1"
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def always() -> bool:
+    return True
 
 
 class _AlreadyExistsError(Exception):
@@ -71,13 +77,17 @@ class _EngineAsStepFunctions:
 class TriggerService:
     pool: ConnectionPool
     engine: Starts
-    specs: list[TriggerSpec] = field(default_factory=list)
+    specs: list[TriggerSpec] | None = None
+    """The triggers served; None: those of the workflows installed in the database (`current`)."""
     clock: Clock = utc_now
     poll_seconds: float = 1.0
     environ: dict[str, str] | None = None
     """Where `env:NAME` webhook secrets are read; None: the process environment."""
     base_url: str = ""
     """The REST server's URL, for the webhook URLs `triggers list` shows."""
+    ready: Callable[[], bool] = always
+    """Whether the engine can start runs now; a round waits while it cannot (another engine
+    owns the database, or it waits out an outage), so nothing is fired only to fail."""
     _stop: threading.Event = field(default_factory=threading.Event, init=False)
     _thread: threading.Thread | None = field(default=None, init=False)
 
@@ -87,6 +97,24 @@ class TriggerService:
         self.scheduler = Scheduler(self.starter, self.store)
         self.consumer = QueueConsumer(self.starter, self.store)
 
+    def current(self) -> list[TriggerSpec]:
+        """The triggers served now: `specs`, else the installed workflows' (newest versions)."""
+        if self.specs is not None:
+            return self.specs
+        found: list[TriggerSpec] = []
+        for installed in self.store.installed():
+            try:
+                found += specs_of_workflow(
+                    installed.workflow,
+                    installed.version,
+                    installed.machine_arn,
+                    installed.inputs,
+                    installed.triggers,
+                )
+            except ValueError as exc:  # recorded by another switchyard version
+                log.warning("skipped the triggers of %s: %s", installed.workflow, exc)
+        return found
+
     def run_exists(self, run_id: str) -> bool:
         with self.pool.connection() as conn:
             return conn.execute(RUN_EXISTS_SQL, (run_id,)).fetchone() is not None
@@ -95,8 +123,9 @@ class TriggerService:
 
     def tick(self) -> list[Delivery]:
         """One round: due schedules, then ready queue messages."""
-        fired = self.scheduler.tick(self.specs, self.clock())
-        return fired + self.consumer.poll(self.specs)
+        specs = self.current()
+        fired = self.scheduler.tick(specs, self.clock())
+        return fired + self.consumer.poll(specs)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="switchyard-triggers", daemon=True)
@@ -104,10 +133,11 @@ class TriggerService:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            try:
-                self.tick()
-            except Exception:  # a database outage: log and try again next round
-                log.exception("trigger round failed; trying again")
+            if self.ready():
+                try:
+                    self.tick()
+                except Exception:  # a database outage: log and try again next round
+                    log.exception("trigger round failed; trying again")
             self._stop.wait(self.poll_seconds)
 
     def close(self) -> None:
@@ -118,11 +148,10 @@ class TriggerService:
     # --- deliveries from HTTP ----------------------------------------------------------------
 
     def webhook(self, workflow: str, request: WebhookRequest) -> WebhookResponse:
-        spec = next(
-            (s for s in self.specs if s.workflow.name == workflow and s.kind == "webhook"), None
-        )
+        specs = self.current()
+        spec = next((s for s in specs if s.workflow == workflow and s.kind == "webhook"), None)
         if spec is None:
-            known = sorted({s.workflow.name for s in self.specs if s.kind == "webhook"})
+            known = sorted({s.workflow for s in specs if s.kind == "webhook"})
             return WebhookResponse(
                 404,
                 {
@@ -166,7 +195,7 @@ class TriggerService:
     def event(self, event: dict[str, Any]) -> list[Delivery]:
         """Start every workflow whose `event` trigger's pattern matches."""
         delivered = []
-        for spec in self.specs:
+        for spec in self.current():
             if not isinstance(spec.trigger, EventTrigger):
                 continue
             try:
@@ -188,11 +217,12 @@ class TriggerService:
         now = self.clock()
         waiting = self.store.waiting()
         out = []
-        for spec in self.specs:
+        for spec in self.current():
             trigger = spec.trigger
             entry: dict[str, Any] = {
                 "key": spec.key,
-                "workflow": spec.workflow.name,
+                "workflow": spec.workflow,
+                "version": spec.version,
                 "type": spec.kind,
             }
             if isinstance(trigger, ScheduleTrigger):
@@ -203,7 +233,7 @@ class TriggerService:
                     last_fire=_iso(self.store.last_fire(spec.key)),
                 )
             elif isinstance(trigger, WebhookTrigger):
-                entry["url"] = f"{self.base_url}/webhooks/{spec.workflow.name}"
+                entry["url"] = f"{self.base_url}/webhooks/{spec.workflow}"
             elif isinstance(trigger, EventTrigger):
                 entry["pattern"] = trigger.pattern
             elif isinstance(trigger, QueueTrigger):
@@ -228,17 +258,3 @@ class TriggerService:
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
-
-
-def specs_of(entries: Iterable[Any]) -> list[TriggerSpec]:
-    """The triggers of installed workflows: `api.workflows.CatalogEntry`s (or anything with
-    `.installed.workflow` and `.installed.machine_arn`), the newest version of each name."""
-    from switchyard.local.triggers.starter import trigger_specs
-
-    newest: dict[str, Any] = {}
-    for entry in entries:
-        installed = entry.installed
-        known = newest.get(installed.workflow.name)
-        if known is None or installed.workflow.version > known.workflow.version:
-            newest[installed.workflow.name] = installed
-    return trigger_specs((i.workflow, i.machine_arn) for i in newest.values())

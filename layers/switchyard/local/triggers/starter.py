@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, overload
+
+from pydantic import TypeAdapter
 
 from switchyard.engine import errors as engine_errors
 from switchyard.local.triggers.store import Delivery, TriggerKind, TriggerStore
 from switchyard.model import EventTrigger, QueueTrigger, ScheduleTrigger, WebhookTrigger, Workflow
+from switchyard.model.triggers import Trigger
 from switchyard.platform.run_start import InvalidRunInputError, check_inputs
 from switchyard.runtime.errors import TemplateRenderError
 from switchyard.runtime.rendering import render
@@ -43,11 +46,15 @@ class RunNames(Protocol):
 
 @dataclass(frozen=True)
 class TriggerSpec:
-    workflow: Workflow
+    workflow: str
+    """The workflow's name."""
     machine_arn: str
-    """Where its runs start: the workflow's newest installed version."""
+    """Where its runs start: the workflow's state machine."""
     key: str
     trigger: AnyTrigger
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    """The workflow's input schemas, which the trigger's rendered input must fit."""
+    version: int = 1
 
     @property
     def kind(self) -> TriggerKind:
@@ -62,13 +69,28 @@ def trigger_specs(workflows: Iterable[tuple[Workflow, str]]) -> list[TriggerSpec
     """Every trigger of the given (workflow, machine ARN) pairs, in order."""
     specs = []
     for workflow, arn in workflows:
-        for index, trigger in enumerate(workflow.triggers):
-            assert isinstance(
-                trigger, ScheduleTrigger | EventTrigger | WebhookTrigger | QueueTrigger
-            )
-            key = f"{workflow.name}-{trigger.type}-{index}"
-            specs.append(TriggerSpec(workflow, arn, key, trigger))
+        specs += specs_of_workflow(
+            workflow.name, workflow.version, arn, workflow.inputs, workflow.triggers
+        )
     return specs
+
+
+_TRIGGERS: TypeAdapter[list[AnyTrigger]] = TypeAdapter(list[Trigger])
+
+
+def specs_of_workflow(
+    name: str,
+    version: int,
+    machine_arn: str,
+    inputs: Mapping[str, Any],
+    triggers: Iterable[AnyTrigger] | list[dict[str, Any]],
+) -> list[TriggerSpec]:
+    """The triggers of one workflow, models or as stored (`TriggerStore.installed`)."""
+    parsed = _TRIGGERS.validate_python(list(triggers))
+    return [
+        TriggerSpec(name, machine_arn, f"{name}-{trigger.type}-{index}", trigger, inputs, version)
+        for index, trigger in enumerate(parsed)
+    ]
 
 
 class Starter:
@@ -107,13 +129,13 @@ class Starter:
         with its payload; one the engine failed is too, unless `retry_failures`, when nothing
         is recorded and None says "try again later"."""
         run_id = spec.run_id(delivery_id)
-        base = Delivery(spec.key, spec.workflow.name, spec.kind, delivery_id, run_id, "started")
+        base = Delivery(spec.key, spec.workflow, spec.kind, delivery_id, run_id, "started")
         if self.runs.run_exists(run_id):
             return self._keep(base, "duplicate")
         try:
             rendered = render(dict(spec.trigger.input), {_ROOT[spec.kind]: value})
             assert isinstance(rendered, dict)
-            inputs = check_inputs(spec.workflow.inputs, rendered)
+            inputs = check_inputs(dict(spec.inputs), rendered)
             self.engine.start_execution(spec.machine_arn, run_id, inputs, {})
         except engine_errors.ExecutionAlreadyExists:
             return self._keep(base, "duplicate")

@@ -1,5 +1,6 @@
-"""The tables of local triggers (migration 0011): schedule fires, deliveries, queue messages.
-This module is their only writer; SQL reads as SQL, the class only orchestrates."""
+"""The tables of local triggers (migrations 0011, 0012): schedule fires, deliveries, queue messages,
+and the triggers of installed workflows. This module is their only writer; SQL reads as SQL, the
+class only orchestrates."""
 
 from __future__ import annotations
 
@@ -54,6 +55,16 @@ DONE_SQL = "UPDATE queue_messages SET done_at = now() WHERE id = %s"
 RELEASE_SQL = """
 UPDATE queue_messages SET visible_at = now() + %s * interval '1 second' WHERE id = %s
 """
+RECORD_INSTALLED_SQL = """
+INSERT INTO workflow_triggers (workflow, version, machine_arn, inputs, triggers)
+VALUES (%s, %s, %s, %s::jsonb, %s::jsonb)
+ON CONFLICT (workflow, version) DO UPDATE SET machine_arn = EXCLUDED.machine_arn,
+    inputs = EXCLUDED.inputs, triggers = EXCLUDED.triggers, installed_at = now()
+"""
+INSTALLED_SQL = """
+SELECT DISTINCT ON (workflow) workflow, version, machine_arn, inputs, triggers
+FROM workflow_triggers ORDER BY workflow, version DESC
+"""
 WAITING_SQL = """
 SELECT queue, count(*) FROM queue_messages WHERE done_at IS NULL GROUP BY queue
 """
@@ -78,6 +89,33 @@ class QueueMessage:
     body: str
     sent_at: datetime
     receive_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class InstalledTriggers:
+    """The triggers of one installed workflow version, as `workflow_triggers` keeps them."""
+
+    workflow: str
+    version: int
+    machine_arn: str
+    inputs: dict[str, Any]
+    triggers: list[dict[str, Any]]
+    """Each trigger as its model dumps it (`Trigger.model_dump(mode="json")`)."""
+
+
+def record_installed(conn: psycopg.Connection[Any], installed: InstalledTriggers) -> None:
+    """Remember what a workflow version installed on `conn` triggers (`local.workflows.install`);
+    a version with no triggers is recorded too: as the newest, it turns the older ones' off."""
+    conn.execute(
+        RECORD_INSTALLED_SQL,
+        (
+            installed.workflow,
+            installed.version,
+            installed.machine_arn,
+            json.dumps(installed.inputs),
+            json.dumps(installed.triggers),
+        ),
+    )
 
 
 def trigger_dead_letters(conn: psycopg.Connection[Any], limit: int = 10) -> list[dict[str, Any]]:
@@ -116,6 +154,14 @@ class TriggerStore:
     def record_fire(self, trigger_key: str, slot: datetime) -> None:
         with self.pool.connection() as conn:
             conn.execute(RECORD_FIRE_SQL, (trigger_key, slot))
+
+    # --- installed workflows -------------------------------------------------------------------
+
+    def installed(self) -> list[InstalledTriggers]:
+        """The newest installed version of each workflow, with its triggers (maybe none)."""
+        with self.pool.connection() as conn:
+            rows = conn.cursor(row_factory=dict_row).execute(INSTALLED_SQL).fetchall()
+        return [InstalledTriggers(**row) for row in rows]
 
     # --- deliveries --------------------------------------------------------------------------
 

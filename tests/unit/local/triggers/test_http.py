@@ -16,7 +16,8 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from switchyard.local.triggers import TriggerService, events_app, trigger_router
+from switchyard.local.triggers import TriggerService
+from switchyard.local.triggers.http import events_app, trigger_router
 from switchyard.triggers.signing import sign_delivery
 from tests.unit.local.triggers.conftest import SECRET, Stack
 

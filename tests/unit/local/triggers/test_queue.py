@@ -4,11 +4,11 @@ failed starts to the trigger's dead letters."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import psycopg
 
 from switchyard.local.triggers.queue import MAX_RECEIVES
-from switchyard.local.triggers.starter import TriggerSpec
 from switchyard.local.triggers.store import trigger_dead_letters
 from tests.unit.local.triggers.conftest import Stack
 
@@ -61,7 +61,7 @@ def test_a_message_the_input_cannot_be_made_from_is_a_dead_letter_at_once(stack:
 def test_a_start_the_engine_fails_is_retried_then_dead_lettered(stack: Stack) -> None:
     service = stack.service()
     spec = next(s for s in service.specs if s.kind == "queue")
-    gone = TriggerSpec(spec.workflow, spec.machine_arn + "-deleted", spec.key, spec.trigger)
+    gone = replace(spec, machine_arn=spec.machine_arn + "-deleted")
     message = service.send("tickets", json.dumps({"text": "x"}))
     for _ in range(MAX_RECEIVES - 1):
         assert service.consumer.poll([gone]) == []  # kept on the queue for another try
