@@ -1,4 +1,5 @@
-"""The engine as a long-lived process: `switchyard engine start` and `switchyard dev` run this.
+"""The engine as a long-lived process: `switchyard dev` and the background engine
+(`switchyard.local.background`, which adds the local triggers) run this.
 
     python -m switchyard.engine.serve --database-url URL [--sfn-port 8083] [--functions-dir DIR]
 
@@ -142,7 +143,11 @@ class EngineProcess:
             log.warning("could not remove this engine from engine_instances")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(
+    argv: list[str] | None = None, *, extra_servers: list[Callable[[Engine], Any]] | None = None
+) -> int:
+    """Run the engine until SIGTERM or SIGINT; `extra_servers` as `EngineProcess` takes them
+    (the background engine's triggers: `switchyard.local.background`)."""
     parser = argparse.ArgumentParser(prog="python -m switchyard.engine.serve")
     parser.add_argument(
         "--database-url", help="PostgreSQL conninfo; default: DATABASE_URL, else the embedded one"
@@ -165,7 +170,11 @@ def main(argv: list[str] | None = None) -> int:
         database = open_database()  # holds the embedded server while this engine runs
         conninfo = database.conninfo
     process = EngineProcess(
-        conninfo, functions_dir=args.functions_dir, sfn_port=args.sfn_port, workers=args.workers
+        conninfo,
+        functions_dir=args.functions_dir,
+        sfn_port=args.sfn_port,
+        workers=args.workers,
+        extra_servers=extra_servers,
     )
     log.info("waiting for the database's engine lock")
     if not process.start(wait=True, stop=stop):

@@ -110,12 +110,13 @@ def engine_running(conninfo: str) -> bool:
 
 
 def start_background_engine(conninfo: str, *, wait_seconds: float = 15.0) -> int:
-    """Start `python -m switchyard.engine.serve` detached; returns its pid once it owns the
-    database (it waits for the lock if another engine is closing). On the embedded server the
-    engine opens it itself, as one more of its users, so the server lives as long as the engine
-    (not as long as this command, which may exit at once)."""
+    """Start the background engine (`python -m switchyard.local.background`: the engine with
+    the triggers of its database) detached; returns its pid once it owns the database (it waits
+    for the lock if another engine is closing). On the embedded server the engine opens it
+    itself, as one more of its users, so the server lives as long as the engine (not as long as
+    this command, which may exit at once)."""
     log_path = data_dir() / "engine.log"
-    command = [sys.executable, "-m", "switchyard.engine.serve"]
+    command = [sys.executable, "-m", "switchyard.local.background"]
     env = dict(os.environ)
     if is_embedded(conninfo):
         env.pop(DATABASE_URL_ENV, None)  # set by an engine this process ran, for its handlers

@@ -1,7 +1,8 @@
 """The embedded PostgreSQL (no DATABASE_URL, as in the README's first run) as a real server: it
 stays up while a command or a background engine uses it, so `--detach`, gate timeouts,
-escalation and `resume --raise-budget` work as on DATABASE_URL; `engine status` lists only live
-engines; the server stops when its last user has gone."""
+escalation and `resume --raise-budget` work as on DATABASE_URL; the background engine fires
+schedules and reads queues; `engine status` lists only live engines; the server stops when its
+last user has gone."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.cli import switchyard
+from tests.unit.cli.background_triggers import serve_in_the_background
 from tests.conftest import WORKFLOWS
 
 EXAMPLE = WORKFLOWS / "customer-support.yaml"
@@ -187,3 +189,9 @@ def test_the_embedded_server_stops_when_its_last_user_has_gone(
     status = switchyard(env, "engine", "status")  # opens the server again, for itself only
     assert status.returncode == 1 and "no engine is running" in status.stdout
     wait_for(lambda: not server_running(home), "the embedded server to stop again", timeout=30)
+
+
+def test_the_background_engine_fires_schedules_and_reads_queues(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    serve_in_the_background(env, tmp_path)
