@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -228,6 +229,77 @@ def test_dev_starts_a_run_for_an_event_put_on_its_events_port(
                 "SELECT input FROM workflow_runs WHERE workflow = 'on-event'"
             ).fetchone()
         assert row is not None and row[0] == {"text": "hi"}
+    finally:
+        dev.send_signal(signal.SIGTERM)
+        code = dev.wait(timeout=30)
+    assert code == 0
+
+
+ON_WEBHOOK = """\
+switchyard: 1
+name: on-hook
+version: 1
+inputs: {text: {type: string}}
+triggers:
+  - {type: webhook, secret: "env:HOOK_SECRET", input: {text: "{{ body.text }}"}}
+steps:
+  look: {type: human_gate, message: "{{ inputs.text }}", assignee: lee}
+"""
+
+
+def test_dev_serves_signed_webhooks_without_the_api_token_and_queues_with_it(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """A webhook sender authenticates by its signature (it has no API token); posting to a queue
+    and listing triggers are API calls like any other."""
+    from switchyard.triggers.signing import sign_delivery
+
+    (tmp_path / "on-hook.yaml").write_text(ON_WEBHOOK)
+    script = Path(sys.executable).parent / "switchyard"
+    dev = subprocess.Popen(
+        [str(script), "dev", "--port", "0", "--sfn-port", "0", "--events-port", "0",
+         "--workflows", str(tmp_path)],
+        env={**env, "HOOK_SECRET": "s3cret"},
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )  # fmt: skip
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=_lines, args=(dev.stderr, lines), daemon=True).start()
+    seen: list[str] = []
+
+    def delivery(delivery_id: str, secret: bytes = b"s3cret") -> dict[str, Any]:
+        body, stamp = b'{"text": "printer on fire"}', int(time.time())
+        signature = sign_delivery(secret, timestamp=stamp, delivery_id=delivery_id, body=body)
+        return {
+            "content": body,
+            "headers": {
+                "X-Switchyard-Delivery": delivery_id,
+                "X-Switchyard-Timestamp": str(stamp),
+                "X-Switchyard-Signature": signature,
+                "Content-Type": "application/json",
+            },
+        }
+
+    try:
+        url = _wait_for(lines, "REST API: ", seen).split()[2]
+        hook = f"{url}/webhooks/on-hook"
+        started = httpx.post(hook, **delivery("d-1"))
+        assert started.status_code == 202, started.text
+        again = httpx.post(hook, **delivery("d-1"))
+        assert again.status_code == 200 and again.json()["status"] == "duplicate"
+        assert again.json()["run_id"] == started.json()["run_id"]
+        assert httpx.post(hook, **delivery("d-2", b"wrong")).status_code == 401
+        assert httpx.post(f"{url}/queues/tickets/messages", content=b"x").status_code == 401
+        assert httpx.get(f"{url}/triggers").status_code == 401
+        with httpx.Client(base_url=url, headers={"Authorization": "Bearer t0ken"}) as client:
+            assert client.post("/queues/tickets/messages", content=b"x").status_code == 202
+            triggers = {t["key"]: t for t in client.get("/triggers").json()["triggers"]}
+            trigger = triggers["on-hook-webhook-0"]
+            assert trigger["url"] == hook
+            assert trigger["deliveries"][0]["run_id"] == started.json()["run_id"]
+            run = client.get(f"/runs/{started.json()['run_id']}").json()
+            assert run["waiting_for"][0]["message"] == "printer on fire"
     finally:
         dev.send_signal(signal.SIGTERM)
         code = dev.wait(timeout=30)
