@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from tests.cli import switchyard
-from tests.unit.cli.background_triggers import serve_in_the_background
 from tests.conftest import WORKFLOWS
+from tests.unit.cli.background_triggers import serve_in_the_background
 
 EXAMPLE = WORKFLOWS / "customer-support.yaml"
 SCRIPT = WORKFLOWS / "scripts" / "customer-support.yaml"
@@ -191,6 +191,7 @@ def test_the_embedded_server_stops_when_its_last_user_has_gone(
     wait_for(lambda: not server_running(home), "the embedded server to stop again", timeout=30)
 
 
+@pytest.mark.slow  # waits for the first every-minute slot: up to two minutes
 def test_the_background_engine_fires_schedules_and_reads_queues(
     env: dict[str, str], tmp_path: Path
 ) -> None:

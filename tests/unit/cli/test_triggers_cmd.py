@@ -77,6 +77,7 @@ def test_triggers_list_without_a_workflow_folder_is_a_usage_error(
     assert answer.returncode == 2 and "--workflows DIR" in answer.stderr
 
 
+@pytest.mark.slow  # waits for the first every-minute slot: up to two minutes
 def test_the_background_engine_fires_schedules_and_reads_queues(
     env: dict[str, str], tmp_path: Path
 ) -> None:
