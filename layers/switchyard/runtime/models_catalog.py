@@ -37,6 +37,11 @@ BEDROCK_GEOGRAPHIES = ("us", "us-gov", "eu", "apac", "jp", "au", "global")
 BEDROCK_PROFILES_DOC = (
     "https://docs.aws.amazon.com/bedrock/latest/userguide/inference-profiles-support.html"
 )
+"""AWS's list of the cross-region profiles of each model (and each model's page under "Models at
+a glance"). The `profiles=` of DEFAULT_MODELS below were checked against it and against AWS's own
+catalog in github.com/aws-solutions-library-samples/guidance-for-claude-code-with-amazon-bedrock
+(source/claude_code_with_bedrock/models.py), which adds the GovCloud (`us-gov.`) profiles of
+Claude Sonnet 4.5 and Claude 3.7 Sonnet."""
 
 
 def region_geographies(region: str) -> tuple[str, ...]:
@@ -175,7 +180,7 @@ DEFAULT_MODELS: tuple[ModelInfo, ...] = (
         "15",
         "anthropic.claude-sonnet-4-5-20250929-v1:0",
         "claude-sonnet-4-5-20250929",
-        profiles=("us", "eu", "jp", "au", "global"),
+        profiles=("us", "us-gov", "eu", "jp", "au", "global"),
     ),
     _model(
         "claude-opus-4-5",
@@ -215,7 +220,7 @@ DEFAULT_MODELS: tuple[ModelInfo, ...] = (
         "15",
         "anthropic.claude-3-7-sonnet-20250219-v1:0",
         "claude-3-7-sonnet-latest",
-        profiles=("us", "eu", "apac"),
+        profiles=("us", "us-gov", "eu", "apac"),
     ),
     _model(
         "claude-3-5-haiku-20241022",

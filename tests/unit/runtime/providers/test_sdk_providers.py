@@ -265,6 +265,12 @@ def test_bedrock_refuses_a_model_it_cannot_name() -> None:
         ("ap-south-1", "claude-sonnet-4-20250514", "apac.anthropic.claude-sonnet-4-20250514-v1:0"),
         ("ap-south-1", "claude-opus-4-5", "global.anthropic.claude-opus-4-5-20251101-v1:0"),
         ("sa-east-1", "claude-sonnet-4-5", "global.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+        ("us-gov-west-1", "claude-sonnet-4-5", "us-gov.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+        (
+            "us-gov-east-1",
+            "claude-3-7-sonnet-20250219",
+            "us-gov.anthropic.claude-3-7-sonnet-20250219-v1:0",
+        ),
         ("us-east-1", "anthropic.claude-v2", "anthropic.claude-v2"),
     ],
 )
