@@ -4,8 +4,9 @@ signing key and Slack secrets, the people, and what approval_notify needs to sen
 - `GET|POST /approvals/{token}` and `POST /slack/interactions` are public at the gateway: the
   signed link and Slack's v0 signature are their authentication (the function refuses anything
   else); `GET /approvals` (operators: open gates and their links) needs IAM.
-- approval_api may call `states:SendTaskSuccess|SendTaskFailure|SendTaskHeartbeat` on the
-  workflows' machines only, and read the signing key, the Slack secret and the database secret.
+- approval_api may call `states:SendTaskSuccess|SendTaskFailure` on the workflows' machines only
+  (a decision approves or rejects; nothing sends heartbeats), and read the signing key, the Slack
+  secret and the database secret.
 - approval_notify and approval_api send e-mail through SES as the configured sender only.
 
 Context: `switchyard:roles` (the people, `SWITCHYARD_ROLES`'s JSON, or the name of a JSON or
@@ -50,11 +51,8 @@ from switchyard.constants import (
 SIGNING_KEY_ID = "k1"
 PUBLIC_ROUTES = ("GET /approvals/{token}", "POST /approvals/{token}", "POST /slack/interactions")
 OPERATOR_ROUTES = ("GET /approvals",)
-TASK_TOKEN_ACTIONS = [
-    "states:SendTaskSuccess",
-    "states:SendTaskFailure",
-    "states:SendTaskHeartbeat",
-]
+TASK_TOKEN_ACTIONS = ["states:SendTaskSuccess", "states:SendTaskFailure"]
+"""What `switchyard.gates.callbacks` calls; no gate has a `HeartbeatSeconds`, so no heartbeat."""
 MAX_LISTED_MACHINES = 60
 """Up to this many, the task-token policy lists each machine; past it (the policy would near
 IAM's size limit) it names them by the stack's machine-name prefix."""

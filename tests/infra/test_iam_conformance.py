@@ -637,6 +637,45 @@ def test_every_functions_role_may_call_what_its_code_and_its_tools_call(
     assert not denied, "\n".join(denied)
 
 
+def task_token_actions() -> set[str]:
+    """Step Functions' calls that answer a task token: the operations whose input is a
+    `taskToken` (SendTaskSuccess, SendTaskFailure, SendTaskHeartbeat), from botocore's model."""
+    model = botocore.session.get_session().get_service_model("stepfunctions")
+    return {
+        f"states:{name}"
+        for name in model.operation_names
+        if "taskToken" in model.operation_model(name).input_shape.members
+    }
+
+
+@pytest.mark.parametrize("which", ["platform", "configured"])
+def test_no_role_may_answer_a_gates_token_in_a_way_its_code_does_not(
+    which: str, request: pytest.FixtureRequest
+) -> None:
+    """Least privilege the other way round: every task-token call a function's role allows on a
+    gate's machine is one its code makes. approval_api approves and rejects; no code sends
+    heartbeats, so no role may (a grant nobody uses is one an attacker with the role could)."""
+    synthesized: Synthesized = request.getfixturevalue(which)
+    policies = Policies(synthesized)
+    machines = gate_machines(synthesized, policies.values)
+    actions = task_token_actions()
+    assert machines and "states:SendTaskHeartbeat" in actions
+    contexts = function_contexts(synthesized, policies.values)
+    unused = []
+    for (stack, logical_id), (folder, needs) in function_needs(
+        synthesized, policies.values
+    ).items():
+        role = policies.role_of(
+            stack, synthesized.templates[stack]["Resources"][logical_id]["Properties"]["Role"]
+        )
+        for action in sorted(actions):
+            for machine in sorted(machines):
+                allowed = policies.allows(role, action, machine, contexts[(stack, logical_id)])
+                if allowed and (action, machine) not in needs:
+                    unused.append(f"{folder} ({logical_id}): {action} on {machine}")
+    assert not unused, "\n".join(unused)
+
+
 def test_code_actions_are_read_from_the_code() -> None:
     """The budget ledger's transactions and reads; Powertools' idempotency store's calls."""
     budget = code_actions("dynamodb", USED[BUDGET_TABLE_ENV].modules)
