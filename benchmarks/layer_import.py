@@ -13,9 +13,12 @@ the import.
 
     .venv/bin/python benchmarks/layer_import.py             # about 2 minutes, needs PyPI once
     .venv/bin/python benchmarks/layer_import.py --runs 11 --keep /tmp/layer-bench
+    .venv/bin/python benchmarks/layer_import.py --python "$(pyenv prefix 3.13)/bin/python3.13"
 
-The layer deployed is for CPython 3.14 on arm64; this measures the same packages and code on the
-machine's own Python, so the numbers are this machine's, for comparing the two layers.
+`--python` measures another interpreter (default: this one): the layer is built with its pip and
+compiled and imported by it. The layer deployed is for CPython 3.13 on arm64; this measures the
+same packages and code with the chosen Python on this machine's CPU and platform (x86_64 here), so
+the numbers are this machine's, for comparing the two layers.
 """
 
 from __future__ import annotations
@@ -51,15 +54,15 @@ ENVIRONMENT = {
 }
 
 
-def build_local_layer(folder: Path) -> Path:
-    """The lock's packages for this interpreter (no byte-code), and the library."""
+def build_local_layer(folder: Path, python: str) -> Path:
+    """The lock's packages for `python` (no byte-code), and the library."""
     target = folder / "python"
     pinned = [
         line.split(" ")[0] for line in layer_build.requirements(layer_build.REQUIREMENTS_LOCK)
     ]
     subprocess.run(
         [
-            sys.executable,
+            python,
             "-m",
             "pip",
             "--disable-pip-version-check",
@@ -78,13 +81,13 @@ def build_local_layer(folder: Path) -> Path:
     return target
 
 
-def measure(handler: Path, layer: Path, runs: int) -> tuple[float, float, float]:
+def measure(handler: Path, layer: Path, runs: int, python: str) -> tuple[float, float, float]:
     """Median import wall and CPU seconds and peak memory (MB) of `handler` over `runs` fresh
     processes."""
     times, cpus, memory = [], [], []
     for _ in range(runs):
         output = subprocess.run(
-            [sys.executable, "-S", "-c", PROBE.format(handler=str(handler), layer=str(layer))],
+            [python, "-S", "-c", PROBE.format(handler=str(handler), layer=str(layer))],
             capture_output=True,
             text=True,
             check=True,
@@ -102,11 +105,13 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="build the layer here and keep it")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--only", help="comma-separated function folders (default: all)")
+    parser.add_argument("--python", default=sys.executable, help="the interpreter to measure")
     args = parser.parse_args()
+    python = args.python
     folder = args.keep or Path(tempfile.mkdtemp(prefix="layer-bench-"))
     layer = folder / "python"
     if not layer.is_dir():
-        build_local_layer(folder)
+        build_local_layer(folder, python)
     for cache in layer.rglob("__pycache__"):
         subprocess.run(["rm", "-rf", str(cache)], check=True)
     handlers = sorted(p.parent for p in (ROOT / "functions").glob("*/handler.py"))
@@ -115,14 +120,20 @@ def main() -> int:
     results: dict[str, dict[str, float]] = {}
     for name, prepare in (("sources", None), ("bytecode", layer_build.compile_bytecode)):
         if prepare is not None:
-            prepare(layer, sys.executable)
+            prepare(layer, python)
         for handler in handlers:
-            seconds, cpu, megabytes = measure(handler, layer, args.runs)
+            seconds, cpu, megabytes = measure(handler, layer, args.runs, python)
             row = results.setdefault(handler.name, {})
             row[f"{name}_ms"] = round(seconds * 1000, 1)
             row[f"{name}_cpu_ms"] = round(cpu * 1000, 1)
             row[f"{name}_rss_mb"] = round(megabytes, 1)
-    print(f"Python {sys.version.split()[0]} on {os.uname().machine}, median of {args.runs} runs")
+    version = subprocess.run(
+        [python, "-c", "import platform; print(platform.python_version())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    print(f"Python {version} on {os.uname().machine}, median of {args.runs} runs")
     print(
         f"{'function':<18}{'CPU ms, sources':>16}{'bytecode':>10}{'saved':>7}"
         f"{'wall ms, sources':>18}{'bytecode':>10}{'RSS MB':>8}"

@@ -1,6 +1,6 @@
 """The library layer: `switchyard` and its runtime dependencies, built for Lambda without Docker.
 
-pip installs wheels for the Lambda platform (Python 3.14 on ARM64, Amazon Linux 2023, glibc 2.34)
+pip installs wheels for the Lambda platform (Python 3.13 on ARM64, Amazon Linux 2023, glibc 2.34)
 from the pinned, hashed `infra/layer/requirements.lock`, then the library's sources are copied
 beside them. The result is cached under `~/.cache/switchyard/layers/<hash>`, keyed by the lock file,
 the platform and every library source file, so a synth that changes nothing rebuilds nothing and
@@ -11,9 +11,9 @@ every cold start. The build compiles the layer with `compileall --invalidation-m
 unchecked-hash`: each `.pyc` holds its source's hash, not a timestamp, and is never checked
 against the source (nothing changes in a layer), and the file names it records are under
 `/opt/python`, so the bytes are the same on every machine. Byte-code is only valid for the
-interpreter that wrote it: the build compiles with a Python of the runtime's version
-(`SWITCHYARD_LAYER_PYTHON`, or `python3.14` on the PATH); without one it says so on standard
-error and ships sources only (docs/deploy.md, "Cold starts").
+interpreter that wrote it: the build compiles with a CPython of the runtime's version
+(`SWITCHYARD_LAYER_PYTHON`, else `python3.13` on the PATH, else pyenv's 3.13); without one it says
+so on standard error and ships sources only (docs/deploy.md, "Cold starts").
 
     python -m infra.layer_build lock     # re-resolve requirements.in into requirements.lock
     python -m infra.layer_build build    # build (or reuse) the layer, print its folder
@@ -35,8 +35,10 @@ from pathlib import Path
 import jsii
 from aws_cdk import BundlingOptions, ILocalBundling
 
-PYTHON_VERSION = "3.14"
-"""The newest Lambda Python runtime in aws-cdk-lib for which every dependency has wheels."""
+PYTHON_VERSION = "3.13"
+"""The functions' Lambda runtime: 3.13 rather than the newer 3.14 so that the layer built on the
+project's machines, which have a CPython 3.13 and no 3.14, ships byte-code (docs/deploy.md,
+"Cold starts")."""
 ARCHITECTURE = "aarch64"
 GLIBC_MINORS = range(17, 35)
 """Lambda's Amazon Linux 2023 has glibc 2.34: wheels tagged manylinux_2_17 ... manylinux_2_34 run
@@ -88,24 +90,55 @@ def library_files(root: Path) -> list[Path]:
     )
 
 
-def bytecode_python() -> str | None:
-    """A Python of the runtime's version (`SWITCHYARD_LAYER_PYTHON`, or `python3.14` on the
-    PATH), or None."""
-    candidate = os.environ.get(LAYER_PYTHON_ENV) or shutil.which(f"python{PYTHON_VERSION}")
-    if not candidate:
-        return None
-    version = subprocess.run(
-        [candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.strip()
-    if version != PYTHON_VERSION:
-        raise RuntimeError(
-            f"{LAYER_PYTHON_ENV}={candidate} is Python {version or '(did not run)'}; the layer's "
-            f"byte-code must be compiled by Python {PYTHON_VERSION}, the functions' runtime"
+def _cache_tag(python: str) -> str | None:
+    """The interpreter's byte-code tag (`cpython-313`), or None when it does not run (a pyenv
+    shim for a version that is installed but not selected exits 127)."""
+    try:
+        probe = subprocess.run(
+            [python, "-c", "import sys; print(sys.implementation.cache_tag)"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
         )
-    return candidate
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    tag = probe.stdout.strip()
+    return tag if probe.returncode == 0 and tag else None
+
+
+def _pyenv_pythons() -> list[str]:
+    """pyenv's installed CPythons of the runtime's version, newest patch release first: its shim
+    runs a version only where `pyenv global`/`local` selects it, the interpreter always."""
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    found = root.glob(f"versions/{PYTHON_VERSION}.*/bin/python{PYTHON_VERSION}")
+
+    def patch(path: Path) -> tuple[int, str]:
+        release = path.parent.parent.name.removeprefix(f"{PYTHON_VERSION}.")
+        return (int(release), "") if release.isdigit() else (-1, release)
+
+    return [str(path) for path in sorted(found, key=patch, reverse=True)]
+
+
+def bytecode_python() -> str | None:
+    """A CPython of the runtime's version: `SWITCHYARD_LAYER_PYTHON` (which must be one), else
+    the first that runs of `python3.13` on the PATH and pyenv's 3.13 installs; or None."""
+    expected = "cpython-" + PYTHON_VERSION.replace(".", "")
+    explicit = os.environ.get(LAYER_PYTHON_ENV)
+    if explicit:
+        tag = _cache_tag(explicit)
+        if tag != expected:
+            raise RuntimeError(
+                f"{LAYER_PYTHON_ENV}={explicit} is {tag or '(did not run)'}; the layer's "
+                f"byte-code must be compiled by Python {PYTHON_VERSION} ({expected}), the "
+                "functions' runtime"
+            )
+        return explicit
+    on_path = shutil.which(f"python{PYTHON_VERSION}")
+    for candidate in [*([on_path] if on_path else []), *_pyenv_pythons()]:
+        if _cache_tag(candidate) == expected:
+            return candidate
+    return None
 
 
 def compile_bytecode(target: Path, python: str) -> None:

@@ -56,7 +56,13 @@ from switchyard.constants import (
     Placement,
 )
 
-RUNTIME = lambda_.Runtime.PYTHON_3_14
+RUNTIME = lambda_.Runtime.PYTHON_3_13
+"""The layer's byte-code is compiled for this version (`infra.layer_build.PYTHON_VERSION`)."""
+NOT_THE_NEWEST_RUNTIME = (
+    "Python 3.13 on purpose (supported until June 2029): the layer's byte-code is compiled by a "
+    "Python of the runtime's version, and the machines that build the layer have a 3.13 and no "
+    "3.14; on 3.14 the layer would ship sources (docs/deploy.md, Cold starts)"
+)
 ARCHITECTURE = lambda_.Architecture.ARM_64
 MODEL_STEPS = ("agent_step", "router_step")
 """Functions that call the model provider."""
@@ -107,7 +113,7 @@ class Functions(Construct):
         self.layer = lambda_.LayerVersion(
             self,
             "Library",
-            description="switchyard library and its runtime dependencies (Python 3.14, arm64)",
+            description="switchyard library and its runtime dependencies (Python 3.13, arm64)",
             code=lambda_.Code.from_asset(
                 str(settings.root / "layers"),
                 asset_hash_type=AssetHashType.CUSTOM,
@@ -228,6 +234,7 @@ class Functions(Construct):
             environment=env,
             **network,
         )
+        acknowledge(function, "L1", NOT_THE_NEWEST_RUNTIME)
         # The function's folder name, for readers of the console and for the tests' ARN mapping.
         Tags.of(function).add("switchyard:function", spec.name)
         # Checked when the synth validates, after every construct has added its variables.

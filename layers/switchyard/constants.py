@@ -266,7 +266,7 @@ MIGRATE_FUNCTION = FunctionSpec(
 )
 APPROVAL_API_FUNCTION = FunctionSpec(
     name="approval_api",
-    memory_mb=512,
+    memory_mb=1024,
     timeout_seconds=30,
     reserved_concurrency=10,
     placement=Placement.VPC,

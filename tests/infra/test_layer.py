@@ -41,9 +41,9 @@ def test_the_lock_pins_every_requirement_with_a_hash() -> None:
     assert not NOT_IN_LAYER & set(locked)
 
 
-def test_the_platform_is_python_314_on_arm64_up_to_glibc_234() -> None:
+def test_the_platform_is_python_313_on_arm64_up_to_glibc_234() -> None:
     args = layer_build.platform_args()
-    assert args[args.index("--python-version") + 1] == "3.14"
+    assert args[args.index("--python-version") + 1] == "3.13"
     platforms = [args[i + 1] for i, a in enumerate(args) if a == "--platform"]
     assert "manylinux2014_aarch64" in platforms
     assert "manylinux_2_28_aarch64" in platforms  # jsonschema-rs, psycopg-binary
@@ -71,27 +71,49 @@ def test_the_cache_key_follows_the_library_sources_and_ignores_bytecode(tmp_path
     assert layer_build.layer_hash(root) != key
 
 
+PYTHON_313_MAGIC = (3571).to_bytes(2, "little") + b"\r\n"
+"""CPython 3.13's byte-code magic number (`Lib/importlib/_bootstrap_external.py`), the same in
+every 3.13.x release."""
+
+
 @pytest.mark.slow
 def test_a_real_build_has_arm64_wheels_the_library_and_nothing_local_only(
     tmp_path: Path,
 ) -> None:
-    """Downloads wheels from PyPI (pip's cache makes a second run fast)."""
+    """Downloads wheels from PyPI (pip's cache makes a second run fast). Where the build finds a
+    Python 3.13 (this project's machines: pyenv's), every module has its 3.13 byte-code."""
     root = _library_copy(tmp_path)
     cache = tmp_path / "cache"
     folder = layer_build.build(root, cache=cache)
     python = folder / "python"
     assert (python / "switchyard" / "constants.py").is_file()
     assert (python / "switchyard" / "triggers" / "webhook.py").is_file()
-    assert list(python.glob("pydantic_core/_pydantic_core.cpython-314-aarch64-linux-gnu.so"))
-    assert list(python.glob("psycopg_binary/*.cpython-314-aarch64-linux-gnu.so"))
+    assert list(python.glob("pydantic_core/_pydantic_core.cpython-313-aarch64-linux-gnu.so"))
+    assert list(python.glob("psycopg_binary/*.cpython-313-aarch64-linux-gnu.so"))
     assert (python / "aws_xray_sdk").is_dir()
     assert not (python / "pgserver").exists()
     assert not (python / "jsonpath_ng").exists()
-    assert not list(python.rglob("*.pyc"))
     assert not (python / "bin").exists()
+    sources = sorted(python.rglob("*.py"))
+    compiled = sorted(python.rglob("*.pyc"))
+    if layer_build.bytecode_python() is None:
+        assert compiled == []
+    else:
+        assert len(compiled) == len(sources) > 1000
+        for source in sources:
+            pyc = source.parent / "__pycache__" / f"{source.stem}.cpython-313.pyc"
+            header = pyc.read_bytes()[:8]
+            assert header[:4] == PYTHON_313_MAGIC, pyc
+            assert int.from_bytes(header[4:8], "little") == 0b01, pyc  # unchecked hash
     size = sum(p.stat().st_size for p in python.rglob("*") if p.is_file())
     assert size < 200 * 1024 * 1024  # Lambda: 250 MB unzipped for function and layers
     assert layer_build.build(root, cache=cache) == folder  # cached by content
+
+
+def test_the_functions_runtime_is_the_layers_python() -> None:
+    from infra.constructs.functions import RUNTIME
+
+    assert RUNTIME.name == f"python{layer_build.PYTHON_VERSION}"
 
 
 LAYER_MODULES = {
@@ -184,8 +206,59 @@ def test_a_bytecode_python_of_another_version_is_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv(layer_build.LAYER_PYTHON_ENV, sys.executable)
-    with pytest.raises(RuntimeError, match=r"must be compiled by Python 3\.14"):
+    with pytest.raises(RuntimeError, match=r"must be compiled by Python 3\.13 \(cpython-313\)"):
         layer_build.bytecode_python()
+
+
+def _this_python_as_the_runtimes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    """Make the running interpreter's version the runtime's, with an empty PATH and pyenv root:
+    the discovery tests below then run real interpreters, whatever is installed here."""
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    monkeypatch.setattr(layer_build, "PYTHON_VERSION", version)
+    monkeypatch.delenv(layer_build.LAYER_PYTHON_ENV, raising=False)
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "pyenv"))
+    return version
+
+
+def _pyenv_install(tmp_path: Path, release: str, version: str) -> Path:
+    python = tmp_path / "pyenv" / "versions" / release / "bin" / f"python{version}"
+    python.parent.mkdir(parents=True)
+    python.symlink_to(sys.executable)
+    return python
+
+
+def test_a_pyenv_shim_that_does_not_run_gives_way_to_pyenvs_newest_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """pyenv's shim for a version installed but not selected exits 127 ("command not found"):
+    the build passes over it and runs the interpreter under `$PYENV_ROOT/versions`."""
+    version = _this_python_as_the_runtimes(monkeypatch, tmp_path)
+    shim = tmp_path / "bin" / f"python{version}"
+    shim.write_text("#!/bin/sh\necho 'pyenv: command not found' >&2\nexit 127\n")
+    shim.chmod(0o755)
+    _pyenv_install(tmp_path, f"{version}.2", version)
+    newest = _pyenv_install(tmp_path, f"{version}.10", version)
+    assert layer_build.bytecode_python() == str(newest)
+
+
+def test_a_python_on_the_path_that_runs_comes_before_pyenv(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    version = _this_python_as_the_runtimes(monkeypatch, tmp_path)
+    on_path = tmp_path / "bin" / f"python{version}"
+    on_path.symlink_to(sys.executable)
+    _pyenv_install(tmp_path, f"{version}.1", version)
+    assert layer_build.bytecode_python() == str(on_path)
+
+
+def test_without_a_python_of_the_runtimes_version_the_layer_ships_sources(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _this_python_as_the_runtimes(monkeypatch, tmp_path)
+    monkeypatch.setattr(layer_build, "PYTHON_VERSION", "3.99")
+    assert layer_build.bytecode_python() is None
 
 
 def test_the_layer_hash_says_whether_it_holds_bytecode() -> None:

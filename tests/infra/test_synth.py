@@ -16,6 +16,7 @@ from switchyard.constants import (
     FUNCTION_SPECS,
     IDEMPOTENCY_TABLE_ENV,
     OUTPUT_BUCKET_ENV,
+    PLATFORM_FUNCTIONS,
     POWERTOOLS_METRICS_NAMESPACE_ENV,
     POWERTOOLS_SERVICE_NAME_ENV,
     WEBHOOK_SECRET_ENV,
@@ -49,7 +50,7 @@ def functions_by_folder(platform: Synthesized) -> dict[str, list[dict[str, Any]]
 # --- functions and layer -----------------------------------------------------------------------
 
 
-def test_every_declared_function_is_deployed_on_python_314_arm64_with_tracing(
+def test_every_declared_function_is_deployed_on_python_313_arm64_with_tracing(
     platform: Synthesized,
 ) -> None:
     deployed = functions_by_folder(platform)
@@ -60,7 +61,7 @@ def test_every_declared_function_is_deployed_on_python_314_arm64_with_tracing(
     }
     assert len(deployed["webhook_trigger"]) == 2  # one per webhook trigger of the showcase
     for properties in (p for group in deployed.values() for p in group):
-        assert properties["Runtime"] == "python3.14"
+        assert properties["Runtime"] == "python3.13"
         assert properties["Architectures"] == ["arm64"]
         assert properties["TracingConfig"] == {"Mode": "Active"}
         assert properties["Handler"] == "handler.handler"
@@ -76,6 +77,8 @@ def test_functions_follow_the_table_for_memory_timeout_concurrency_and_placement
     platform: Synthesized,
 ) -> None:
     deployed = functions_by_folder(platform)
+    for spec in PLATFORM_FUNCTIONS:
+        assert {p["MemorySize"] for p in deployed[spec.name]} == {spec.memory_mb}, spec.name
     for spec in FUNCTION_SPECS:
         (properties,) = deployed[spec.name]
         assert properties["MemorySize"] == spec.memory_mb
@@ -140,7 +143,7 @@ def test_each_function_has_its_own_encrypted_log_group_with_retention(
 def test_the_layer_is_for_python_314_on_arm64(template: Template) -> None:
     template.has_resource_properties(
         "AWS::Lambda::LayerVersion",
-        {"CompatibleRuntimes": ["python3.14"], "CompatibleArchitectures": ["arm64"]},
+        {"CompatibleRuntimes": ["python3.13"], "CompatibleArchitectures": ["arm64"]},
     )
 
 
