@@ -273,10 +273,22 @@ APPROVAL_API_FUNCTION = FunctionSpec(
     uses_database=True,
     purpose="approval links and Slack clicks: the page, the decision, SendTaskSuccess (Aurora)",
 )
+DASHBOARD_API_FUNCTION = FunctionSpec(
+    name="dashboard_api",
+    memory_mb=512,
+    timeout_seconds=30,
+    reserved_concurrency=10,
+    placement=Placement.VPC,
+    uses_database=True,
+    purpose="the dashboard's data API behind Cognito: run, step and cost reads, gate decisions",
+)
+"""An open page reads about once a second, each read tens of milliseconds: ten at a time serve
+a hundred open pages (docs/dashboard.md, "On AWS")."""
 PLATFORM_FUNCTIONS: tuple[FunctionSpec, ...] = (
     WEBHOOK_FUNCTION,
     MIGRATE_FUNCTION,
     APPROVAL_API_FUNCTION,
+    DASHBOARD_API_FUNCTION,
 )
 
 # --- identifiers of deployed resources ---------------------------------------------------------

@@ -86,10 +86,19 @@ def create_app(
         redirect_slashes=False,
     )
     app.state.context = context
-    app.state.bearer = BearerToken(token)
+    bearer = BearerToken(token)
     for router in (health_router, *API_ROUTERS, *routers):
         app.include_router(router)
-    app.openapi = openapi_document(app, context, app.state.bearer)  # type: ignore[method-assign]
+    app.openapi = openapi_document(app, context, bearer)  # type: ignore[method-assign]
+    return with_api_errors(app, bearer)
+
+
+def with_api_errors(app: FastAPI, bearer: BearerToken | None = None) -> FastAPI:
+    """Answer `app`'s errors as the REST API does (`{"error": {"code", "message"}}`, no
+    traceback), with its path rules; `bearer`: the token a request lacking one is told of.
+    `create_app` does this; so does an app serving some of the API's routers elsewhere (the
+    dashboard's data API on Lambda)."""
+    app.state.bearer = bearer or BearerToken(None)
     app.add_exception_handler(ApiError, _api_error)  # type: ignore[arg-type]
     app.add_exception_handler(EngineError, _engine_error)  # type: ignore[arg-type]
     app.add_exception_handler(TimeoutError, _timeout)

@@ -71,6 +71,16 @@ class People:
             return None
         return self.roles.get(role, ())
 
+    def by_email(self, email: str) -> Person | None:
+        """The person with this address (case-insensitive: the dashboard's signed-in person on
+        AWS is named by their verified e-mail)."""
+        wanted = email.strip().lower()
+        for people in self.roles.values():
+            for person in people:
+                if person.email is not None and person.email.lower() == wanted:
+                    return person
+        return None
+
     def by_slack_id(self, slack_id: str) -> Person | None:
         for people in self.roles.values():
             for person in people:

@@ -1,6 +1,6 @@
 """The dashboard's data API (JSON under `/api/dashboard`) and its live stream, as a FastAPI
-router over the API's context (connection pool, engine commands). Handlers are thin: parse,
-call one read of `runs`, `detail` or `stats`, answer.
+router over a connection pool and the task-token API that decisions go through. Handlers are
+thin: parse, call one read of `runs`, `detail` or `stats`, answer.
 
     GET  /api/dashboard/runs?status=&workflow=&since=&until=&q=&cursor=&limit=
     GET  /api/dashboard/runs/{run_id}
@@ -11,10 +11,16 @@ call one read of `runs`, `detail` or `stats`, answer.
     GET  /api/dashboard/workflows?days=
     GET  /api/dashboard/workflows/{name}?days=
     GET  /api/dashboard/costs?days=
-    GET  /api/dashboard/live?run=          text/event-stream
+    GET  /api/dashboard/live?run=          text/event-stream (501 where there is no feed)
+
+One definition serves both places: `switchyard dev` mounts `dashboard_router` (the REST API's
+context, its token, the live feed); on AWS the `dashboard_api` function serves `data_router`
+through Mangum (`switchyard.dashboard.aws`: Aurora, Step Functions' task-token API, the
+signed-in person from the gateway's JWT authorizer, no feed: the page polls).
 
 Decisions go through the approval links' path (`switchyard.local.run_actions.decide_gate`, which
-checks the person's role); the person is the `X-Switchyard-User` header.
+checks the person's role); locally the person is the `X-Switchyard-User` header, on AWS the
+signed-in person (`Reviewer`).
 """
 
 from __future__ import annotations
@@ -48,11 +54,14 @@ from switchyard.gates import (
     GateClosedError,
     GateDecisionError,
     GateForbiddenError,
+    TaskCallbacks,
 )
 from switchyard.local.report import AmbiguousRunError, RunNotFoundError
 from switchyard.local.run_actions import NoOpenGateError, decide_gate, locate_run, open_gate_for
 
 if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
+
     from switchyard.api.context import ApiContext
 
 log = logging.getLogger("switchyard.dashboard")
@@ -64,6 +73,24 @@ HEARTBEAT_SECONDS = 15.0
 MAX_NOTE = 4000
 MAX_BODY = 256 * 1024
 T = TypeVar("T")
+
+Reviewer = Callable[[Request], str | None]
+"""Who decides a gate, from the request: None when it does not say."""
+Guard = Callable[..., None]
+"""A FastAPI dependency every data route runs first: raises to refuse the request."""
+
+
+def header_reviewer(request: Request) -> str | None:
+    """Locally: the person the page names in `X-Switchyard-User`."""
+    return request.headers.get(REVIEWER_HEADER)
+
+
+LIVE_UNAVAILABLE = DashboardError(
+    "this deployment has no live stream: read again to see changes (the web app polls every"
+    " second)",
+    code="live_unavailable",
+)
+LIVE_UNAVAILABLE.status = 501
 
 
 def error_response(error: DashboardError) -> JSONResponse:
@@ -120,8 +147,9 @@ def _value_response(value: tuple[str, int]) -> Response:
 
 
 def dashboard_router(context: ApiContext, feed: LiveFeed, *, token: str | None = None) -> APIRouter:
-    """The data API over `context`; with `token`, every request carries it (Authorization:
-    Bearer, or the `switchyard_token` cookie the page sets, which EventSource also sends)."""
+    """The data API of `switchyard dev` over `context`; with `token`, every request carries it
+    (Authorization: Bearer, or the `switchyard_token` cookie the page sets, which EventSource
+    also sends)."""
     bearer = BearerToken(token)
 
     def authorized(request: Request, authorization: Annotated[str | None, Header()] = None) -> None:
@@ -137,15 +165,28 @@ def dashboard_router(context: ApiContext, feed: LiveFeed, *, token: str | None =
             headers={"WWW-Authenticate": 'Bearer realm="switchyard"'},
         )
 
-    # PUBLIC to the REST API's own token check (header only): this router checks the token
-    # itself, by header or by cookie, which is all an EventSource can send
+    return data_router(pool=context.pool, callbacks=context.commands, feed=feed, guard=authorized)
+
+
+def data_router(
+    *,
+    pool: ConnectionPool,
+    callbacks: TaskCallbacks,
+    feed: LiveFeed | None,
+    guard: Guard | None = None,
+    reviewer: Reviewer = header_reviewer,
+) -> APIRouter:
+    """The data API over `pool`: decisions reach runs through `callbacks`; `feed` pushes changes
+    (None: `/live` answers 501 `live_unavailable`, and pages poll); `guard` runs before every
+    route; `reviewer` names who decides."""
+    # PUBLIC to the REST API's own token check (header only): `guard` checks the caller itself
+    # (locally the token by header or by cookie, which is all an EventSource can send)
     router = APIRouter(
         prefix=PREFIX,
-        dependencies=[Depends(authorized)],
+        dependencies=[Depends(guard)] if guard is not None else [],
         tags=["dashboard"],
         include_in_schema=False,
     )
-    pool = context.pool
 
     def read(fn: Callable[[psycopg.Connection[Any]], T]) -> Callable[[], T]:
         def run() -> T:
@@ -195,18 +236,13 @@ def dashboard_router(context: ApiContext, feed: LiveFeed, *, token: str | None =
         return await _answer(read(lambda conn: detail.run_blob(conn, run_id, key)), _value_response)
 
     @router.post("/runs/{run_id}/steps/{step}/{action}", openapi_extra=PUBLIC)
-    async def decide(
-        run_id: str,
-        step: str,
-        action: str,
-        request: Request,
-        reviewer: Annotated[str | None, Header(alias=REVIEWER_HEADER)] = None,
-    ) -> Response:
+    async def decide(run_id: str, step: str, action: str, request: Request) -> Response:
         try:
             body = _decision_body(request.headers.get("content-type"), await request.body())
         except DashboardError as error:
             return error_response(error)
-        return await _answer(lambda: _decide(context, run_id, step, action, reviewer, body))
+        person = reviewer(request)
+        return await _answer(lambda: _decide(pool, callbacks, run_id, step, action, person, body))
 
     @router.get("/workflows", openapi_extra=PUBLIC)
     async def list_workflows(days: int = 30) -> Response:
@@ -226,6 +262,9 @@ def dashboard_router(context: ApiContext, feed: LiveFeed, *, token: str | None =
 
     @router.get("/live", openapi_extra=PUBLIC)
     async def live(request: Request, run: str | None = None) -> Response:
+        if feed is None:
+            return error_response(LIVE_UNAVAILABLE)
+        source = feed
         if run is None:
             wants: Callable[[Event], bool] = lambda e: e.get("t") in ("run", "gate")  # noqa: E731
         else:
@@ -236,7 +275,7 @@ def dashboard_router(context: ApiContext, feed: LiveFeed, *, token: str | None =
             except psycopg.DataError:
                 return error_response(UNREADABLE)
             wants = lambda e: e.get("e") in executions or e.get("r") == run  # noqa: E731
-        subscription = feed.subscribe(wants)
+        subscription = source.subscribe(wants)
 
         async def stream() -> AsyncIterator[str]:
             try:
@@ -255,7 +294,7 @@ def dashboard_router(context: ApiContext, feed: LiveFeed, *, token: str | None =
                         return
                     yield f"data: {json.dumps(event, separators=(',', ':'))}\n\n"
             finally:
-                feed.unsubscribe(subscription)
+                source.unsubscribe(subscription)
 
         return StreamingResponse(
             stream(),
@@ -290,7 +329,8 @@ def _executions(conn: psycopg.Connection[Any], run_id: str) -> set[int]:
 
 
 def _decide(
-    context: ApiContext,
+    pool: ConnectionPool,
+    callbacks: TaskCallbacks,
     run_id: str,
     step: str,
     action: str,
@@ -310,7 +350,7 @@ def _decide(
     edits = body.get("edits") if action == "approve" else None
     if edits is not None and not isinstance(edits, dict):
         raise BadQueryError("'edits' must be an object of field -> new value")
-    with context.pool.connection() as conn:
+    with pool.connection() as conn:
         try:
             run = locate_run(conn, run_id)
         except AmbiguousRunError as exc:
@@ -318,12 +358,12 @@ def _decide(
         except RunNotFoundError:
             raise NotFoundError(f"no run {run_id!r}", code="run_not_found") from None
     try:
-        gate = open_gate_for(context.pool, run, action, step)
+        gate = open_gate_for(pool, run, action, step)
     except NoOpenGateError as exc:
         raise ConflictError(str(exc), code="no_open_gate") from None
     decision = Decision(action, user, note=note or None, edits=edits or {})  # type: ignore[arg-type]
     try:
-        decide_gate(gate, decision, pool=context.pool, callbacks=context.commands)
+        decide_gate(gate, decision, pool=pool, callbacks=callbacks)
     except GateForbiddenError as exc:
         raise ForbiddenError(str(exc)) from None
     except GateClosedError as exc:
