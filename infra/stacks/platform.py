@@ -12,6 +12,7 @@ from infra.catalog import load_catalog
 from infra.config import Settings
 from infra.constructs.api import Api
 from infra.constructs.approvals import Approvals
+from infra.constructs.dashboard import add_dashboard
 from infra.constructs.functions import Functions
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.state_store import StateStore, schema_migrations
@@ -43,6 +44,10 @@ class SwitchyardStack(Stack):
         self.approvals = Approvals(
             self, "Approvals", settings=settings, store=self.store, functions=self.functions,
             api=self.api, machines=[m.name for m in machines],
+        )  # fmt: skip
+        self.dashboard = add_dashboard(
+            self, settings=settings, store=self.store, functions=self.functions, api=self.api,
+            machines=[m.name for m in machines],
         )  # fmt: skip
         self.step_settings = StepSettings(
             self, "StepSettings", settings=settings, functions=self.functions, access=access

@@ -275,7 +275,7 @@ APPROVAL_API_FUNCTION = FunctionSpec(
 )
 DASHBOARD_API_FUNCTION = FunctionSpec(
     name="dashboard_api",
-    memory_mb=512,
+    memory_mb=1024,
     timeout_seconds=30,
     reserved_concurrency=10,
     placement=Placement.VPC,
@@ -283,7 +283,9 @@ DASHBOARD_API_FUNCTION = FunctionSpec(
     purpose="the dashboard's data API behind Cognito: run, step and cost reads, gate decisions",
 )
 """An open page reads about once a second, each read tens of milliseconds: ten at a time serve
-a hundred open pages (docs/dashboard.md, "On AWS")."""
+a hundred open pages (docs/dashboard.md, "On AWS"). 1,024 MB for a cold import of about 1.5 s
+(its import is approval_api's, about 3 s at 512 MB): a page opened after an idle spell waits
+for it."""
 PLATFORM_FUNCTIONS: tuple[FunctionSpec, ...] = (
     WEBHOOK_FUNCTION,
     MIGRATE_FUNCTION,

@@ -43,6 +43,12 @@ CONFIGURED_CONTEXT: dict[str, Any] = {
         "lead": [{"name": "dana", "email": "dana@example.com", "slack": "U024BE7LH"}]
     },
     "switchyard:slack": True,
+    "switchyard:dashboardDomain": {
+        "name": "dash.example.com",
+        "certificateArn": (
+            "arn:aws:acm:us-east-1:210987654321:certificate/1b2c3d4e-0000-4000-8000-00000000abcd"
+        ),
+    },
 }
 """Every runtime setting, for the tool showcase."""
 

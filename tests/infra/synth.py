@@ -97,6 +97,7 @@ def make_repository(
             handler.write_text(ONE_LINE_HANDLER)
             stand_ins.append(spec.name)
     (root / "layers").symlink_to(REPO / "layers")
+    write_web_app(root)
     (root / "statemachines").mkdir()
     (root / "workflows").mkdir()
     for name, text in machines.items():
@@ -104,6 +105,21 @@ def make_repository(
     for name, text in workflow_files.items():
         (root / "workflows" / name).write_text(text)
     return root, stand_ins
+
+
+WEB_APP = {
+    "index.html": '<!doctype html><script type="module" src="/ui/assets/index-t3st.js"></script>',
+    "assets/index-t3st.js": "document.title = 'switchyard';",
+}
+"""A stand-in for the built dashboard (`web/dist`, which `make setup` builds): the stack uploads
+whatever is there."""
+
+
+def write_web_app(root: Path) -> None:
+    for name, text in WEB_APP.items():
+        path = root / "web" / "dist" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
 
 
 def synthesize(root: Path, *, environ: Mapping[str, str] = AGNOSTIC, **context: Any) -> Synthesized:

@@ -375,10 +375,13 @@ GATE_FUNCTION = "approval_notify"
 """Every `waitForTaskToken` gate hands its task token to this function (FUNCTION_SPECS)."""
 GATE_ANSWERS = ("layers/switchyard/gates/callbacks.py::Boto3Callbacks",)
 """The code that answers a gate's task token (Step Functions' task-token API)."""
-GATE_ANSWERERS = {"approval_api": {"states:SendTaskSuccess", "states:SendTaskFailure"}}
-"""Functions that answer the gates' tokens, and which of those calls are theirs: a link or a
-Slack click approves or rejects (`ApprovalService.decide`), never cancels (a cancel's
-StopExecution is an operator's, through the CLI or the REST API)."""
+GATE_ANSWERERS = {
+    "approval_api": {"states:SendTaskSuccess", "states:SendTaskFailure"},
+    "dashboard_api": {"states:SendTaskSuccess", "states:SendTaskFailure"},
+}
+"""Functions that answer the gates' tokens, and which of those calls are theirs: a link, a
+Slack click or the dashboard's Approve/Reject approves or rejects (`switchyard.gates.decide`),
+never cancels (a cancel's StopExecution is an operator's, through the CLI or the REST API)."""
 
 
 def gate_machines(synthesized: Synthesized, values: AwsValues) -> set[str]:
