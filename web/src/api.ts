@@ -1,5 +1,8 @@
 // The dashboard's data API (/api/dashboard on the same origin): typed reads and the gate
-// decision. Errors carry the server's message, which says what to do.
+// decision. Errors carry the server's message, which says what to do. On AWS every request
+// carries the signed-in person's token (auth.ts); a refused one signs in again.
+
+import { authHeaders, refused } from "./auth";
 
 export const API = "/api/dashboard";
 
@@ -143,6 +146,9 @@ export class ApiError extends Error {
 }
 
 async function failure(response: Response): Promise<ApiError> {
+  if (response.status === 401 && refused()) {
+    return new ApiError(401, "Signing in again…", "unauthorized");
+  }
   let message = `${response.status} ${response.statusText}`;
   let code = "error";
   try {
@@ -152,6 +158,8 @@ async function failure(response: Response): Promise<ApiError> {
       code = body.error.code ?? code;
     } else if (typeof body?.detail === "string") {
       message = body.detail;
+    } else if (typeof body?.message === "string") {
+      message = body.message; // API Gateway's own answers ({"message": "Unauthorized"})
     }
   } catch {
     // not JSON: the status says enough
@@ -160,13 +168,17 @@ async function failure(response: Response): Promise<ApiError> {
 }
 
 export async function getJson<T>(path: string, signal?: AbortSignal): Promise<T> {
-  const response = await fetch(API + path, { signal, credentials: "same-origin" });
+  const response = await fetch(API + path, {
+    signal,
+    credentials: "same-origin",
+    headers: authHeaders(),
+  });
   if (!response.ok) throw await failure(response);
   return (await response.json()) as T;
 }
 
 export async function getText(path: string): Promise<{ text: string; bytes: number }> {
-  const response = await fetch(API + path, { credentials: "same-origin" });
+  const response = await fetch(API + path, { credentials: "same-origin", headers: authHeaders() });
   if (!response.ok) throw await failure(response);
   const text = await response.text();
   return { text, bytes: Number(response.headers.get("X-Switchyard-Bytes") ?? text.length) };
@@ -184,7 +196,8 @@ export async function decideGate(
     {
       method: "POST",
       credentials: "same-origin",
-      headers: { "Content-Type": "application/json", "X-Switchyard-User": reviewer },
+      // on AWS the signed-in person decides, whatever this header says
+      headers: { ...authHeaders(), "Content-Type": "application/json", "X-Switchyard-User": reviewer },
       body: JSON.stringify(note ? { note } : {}),
     },
   );

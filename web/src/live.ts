@@ -1,9 +1,11 @@
 // Live data: a page reads once, then again whenever the server pushes a change that concerns it
-// (server-sent events from /api/dashboard/live, fed by the database's commits). Reads never
-// overlap: changes that arrive during a read cause exactly one more read after it.
+// (server-sent events from /api/dashboard/live, fed by the database's commits), or, where there
+// is no stream (on AWS), every second. Reads never overlap: changes that arrive during a read
+// cause exactly one more read after it.
 
 import { useCallback, useEffect, useRef, useState } from "react";
 import { API, ApiError } from "./api";
+import { config } from "./config";
 
 export type LiveEvent = { t: string; e?: number; r?: string; k?: string; i?: string; s?: string };
 
@@ -15,16 +17,39 @@ export function useLiveStream(run: string | null, onEvent: (event: LiveEvent) =>
     // A browser keeps at most 6 connections per server over HTTP/1.1 and each open stream holds
     // one: a hidden tab lets its stream go, and reads again when it is shown.
     let source: EventSource | null = null;
-    const open = () => {
+    let poller = 0;
+    let polling = config().live.mode === "poll";
+    // Where no stream is (AWS: the data API is a function behind API Gateway, which answers
+    // /live with 501), the page reads again every `everySeconds`: the read that follows a
+    // `resync` is the one a pushed change would cause.
+    const poll = () => {
+      if (poller) return;
+      setConnected(true);
+      poller = window.setInterval(
+        () => handler.current({ t: "resync" }),
+        config().live.everySeconds * 1000,
+      );
+    };
+    const stream = () => {
       if (source) return;
       const url = `${API}/live${run ? `?run=${encodeURIComponent(run)}` : ""}`;
-      source = new EventSource(url, { withCredentials: true });
-      source.onopen = () => {
+      const opened = new EventSource(url, { withCredentials: true });
+      source = opened;
+      opened.onopen = () => {
         setConnected(true);
         handler.current({ t: "resync" }); // anything missed while disconnected
       };
-      source.onerror = () => setConnected(false);
-      source.onmessage = (message) => {
+      opened.onerror = () => {
+        setConnected(false);
+        // CLOSED: the server refused the stream (not a dropped connection, which the browser
+        // retries): read by polling instead, for as long as this page is open
+        if (opened.readyState === EventSource.CLOSED && source === opened) {
+          source = null;
+          polling = true;
+          poll();
+        }
+      };
+      opened.onmessage = (message) => {
         try {
           handler.current(JSON.parse(message.data) as LiveEvent);
         } catch {
@@ -32,13 +57,23 @@ export function useLiveStream(run: string | null, onEvent: (event: LiveEvent) =>
         }
       };
     };
+    const open = () => {
+      if (!polling) return stream();
+      handler.current({ t: "resync" }); // what changed while the tab was hidden
+      poll();
+    };
     const close = () => {
       source?.close();
       source = null;
+      window.clearInterval(poller);
+      poller = 0;
       setConnected(false);
     };
     const onVisibility = () => (document.hidden ? close() : open());
-    if (!document.hidden) open();
+    if (!document.hidden) {
+      if (polling) poll();
+      else stream();
+    }
     document.addEventListener("visibilitychange", onVisibility);
     return () => {
       document.removeEventListener("visibilitychange", onVisibility);

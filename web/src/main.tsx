@@ -5,7 +5,9 @@
 import { StrictMode, Suspense, lazy } from "react";
 import { createRoot } from "react-dom/client";
 import { Navigate, RouterProvider, createBrowserRouter } from "react-router-dom";
+import { ensureSignedIn } from "./auth";
 import { Layout } from "./components/Layout";
+import { loadConfig } from "./config";
 import RunPage from "./pages/RunPage";
 import { RunsPage } from "./pages/RunsPage";
 import "./styles.css";
@@ -19,28 +21,45 @@ function Later({ children }: { children: React.ReactNode }) {
   return <Suspense fallback={<p className="muted">Loading…</p>}>{children}</Suspense>;
 }
 
-const router = createBrowserRouter(
-  [
-    {
-      path: "/",
-      element: <Layout />,
-      children: [
-        { index: true, element: <RunsPage /> },
-        { path: "runs/:runId", element: <RunPage /> },
-        { path: "workflows", element: <Later><WorkflowsPage /></Later> },
-        { path: "workflows/:name", element: <Later><WorkflowPage /></Later> },
-        { path: "costs", element: <Later><CostsPage /></Later> },
-        { path: "builder", element: <Later><BuilderPage /></Later> },
-        { path: "builder/:name", element: <Later><BuilderPage /></Later> },
-        { path: "*", element: <Navigate to="/" replace /> },
-      ],
-    },
-  ],
-  { basename: "/ui" },
-);
+function routes() {
+  return createBrowserRouter(
+    [
+      {
+        path: "/",
+        element: <Layout />,
+        children: [
+          { index: true, element: <RunsPage /> },
+          { path: "runs/:runId", element: <RunPage /> },
+          { path: "workflows", element: <Later><WorkflowsPage /></Later> },
+          { path: "workflows/:name", element: <Later><WorkflowPage /></Later> },
+          { path: "costs", element: <Later><CostsPage /></Later> },
+          { path: "builder", element: <Later><BuilderPage /></Later> },
+          { path: "builder/:name", element: <Later><BuilderPage /></Later> },
+          { path: "*", element: <Navigate to="/" replace /> },
+        ],
+      },
+    ],
+    { basename: "/ui" },
+  );
+}
 
-createRoot(document.getElementById("root")!).render(
-  <StrictMode>
-    <RouterProvider router={router} />
-  </StrictMode>,
-);
+const root = createRoot(document.getElementById("root")!);
+
+// Where the app runs (config.json), and on AWS who is signed in, before the first page.
+loadConfig()
+  .then(ensureSignedIn)
+  .then(() =>
+    root.render(
+      <StrictMode>
+        <RouterProvider router={routes()} />
+      </StrictMode>,
+    ),
+  )
+  .catch((reason: unknown) =>
+    root.render(
+      <div className="problem" role="alert">
+        <p>{reason instanceof Error ? reason.message : String(reason)}</p>
+        <a href="/ui/">Open the dashboard again</a>
+      </div>,
+    ),
+  );

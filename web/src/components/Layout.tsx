@@ -1,8 +1,11 @@
 import { useState } from "react";
 import { NavLink, Outlet } from "react-router-dom";
 import { ApiError, setToken } from "../api";
+import { signOut, signedInAs } from "../auth";
+import { config } from "../config";
 
 export function Layout() {
+  const person = signedInAs();
   return (
     <div className="app">
       <header className="top">
@@ -13,8 +16,16 @@ export function Layout() {
           </NavLink>
           <NavLink to="/workflows">Workflows</NavLink>
           <NavLink to="/costs">Costs</NavLink>
-          <NavLink to="/builder">Builder</NavLink>
+          {config().builder && <NavLink to="/builder">Builder</NavLink>}
         </nav>
+        {person && (
+          <span className="person" data-signed-in={person}>
+            {person}{" "}
+            <button type="button" onClick={signOut}>
+              Sign out
+            </button>
+          </span>
+        )}
       </header>
       <main>
         <Outlet />
@@ -26,7 +37,7 @@ export function Layout() {
 /** A failed read, with what to do about it; a missing token is asked for here. */
 export function Problem({ error, retry }: { error: Error; retry?: () => void }) {
   const [token, setTokenText] = useState("");
-  if (error instanceof ApiError && error.status === 401) {
+  if (error instanceof ApiError && error.status === 401 && !config().auth) {
     return (
       <form
         className="problem"

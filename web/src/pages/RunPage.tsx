@@ -3,6 +3,7 @@
 import { Suspense, lazy, useCallback, useState } from "react";
 import { Link, useParams } from "react-router-dom";
 import { decideGate, getJson, type Gate, type RunDetail, type Step } from "../api";
+import { signedInAs } from "../auth";
 import { JsonView } from "../components/JsonView";
 import { LiveDot, Problem, StatusBadge } from "../components/Layout";
 import { count, duration, seconds, usd, when } from "../format";
@@ -219,7 +220,9 @@ function StepRow({ id, kind, step, runId }: { id: string; kind?: string; step?: 
 }
 
 function GatePanel({ gate, runId, onDecided }: { gate: Gate; runId: string; onDecided: () => void }) {
-  const [reviewer, setReviewer] = useState(() => localStorage.getItem(REVIEWER_KEY) ?? "");
+  // on AWS the signed-in person decides (the data API takes them from their token)
+  const person = signedInAs();
+  const [reviewer, setReviewer] = useState(() => person ?? localStorage.getItem(REVIEWER_KEY) ?? "");
   const [note, setNote] = useState("");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -229,7 +232,7 @@ function GatePanel({ gate, runId, onDecided }: { gate: Gate; runId: string; onDe
       setError("Say who you are: the decision is recorded with your name.");
       return;
     }
-    localStorage.setItem(REVIEWER_KEY, reviewer.trim());
+    if (!person) localStorage.setItem(REVIEWER_KEY, reviewer.trim());
     setBusy(true);
     setError(null);
     decideGate(runId, gate.step, action, reviewer.trim(), note)
@@ -266,7 +269,11 @@ function GatePanel({ gate, runId, onDecided }: { gate: Gate; runId: string; onDe
           <p className="notice">{done}.</p>
         ) : (
           <div className="decide">
-            <input aria-label="Your name" placeholder="Your name" value={reviewer} onChange={(e) => setReviewer(e.target.value)} />
+            {person ? (
+              <span className="muted">as {person}</span>
+            ) : (
+              <input aria-label="Your name" placeholder="Your name" value={reviewer} onChange={(e) => setReviewer(e.target.value)} />
+            )}
             <input aria-label="Note" placeholder="Note (optional)" value={note} onChange={(e) => setNote(e.target.value)} />
             <button type="button" className="approve" disabled={busy} onClick={() => decide("approve")}>
               Approve
