@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from switchyard.model import WorkflowBudget
 
@@ -165,6 +165,11 @@ class GateKind(StrEnum):
     """A step raised human_required (tool call approval, loop, unknown outcome)."""
 
 
+GATE_KIND_OF_ERROR = {"human_required": GateKind.HUMAN.value}
+"""A gate opened straight from a step's `Catch` may name its kind by the error it caught
+(`budget`, `human_required`): one gate state then serves both."""
+
+
 class GateRequest(Wire):
     """Payload of approval_notify: a task token waits for a person."""
 
@@ -182,6 +187,11 @@ class GateRequest(Wire):
     timeout_seconds: int | None = None
     error: dict[str, Any] | None = None
     """The failure that opened a pause, budget or human gate: Step Functions' {Error, Cause}."""
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _kind_of_error(cls, value: Any) -> Any:
+        return GATE_KIND_OF_ERROR.get(value, value) if isinstance(value, str) else value
 
 
 class GateDecision(Wire):

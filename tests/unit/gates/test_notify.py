@@ -251,3 +251,22 @@ def test_an_approval_shows_the_values_of_large_outputs(
     assert gate is not None
     assert gate.message == f"Send this reply ({len(draft)} characters)?"
     assert gate.show == {"draft": draft, "tone": "warm"}
+
+
+@pytest.mark.parametrize(
+    ("written", "kind"),
+    [("human_required", GateKind.HUMAN), ("budget", GateKind.BUDGET), ("human", GateKind.HUMAN)],
+)
+def test_a_gate_opened_from_a_catch_names_its_kind_by_the_error_it_caught(
+    written: str, kind: GateKind
+) -> None:
+    """A block with one step has one gate for a refused budget and a person needed; it sends
+    the caught error's name as the kind (compile/steps/failure.py)."""
+    request = approval({"message": "m"}, inputs={}).model_dump(mode="json")
+    assert GateRequest.model_validate({**request, "kind": written}).kind is kind
+
+
+def test_a_gate_of_an_unknown_kind_is_refused() -> None:
+    request = approval({"message": "m"}, inputs={}).model_dump(mode="json")
+    with pytest.raises(ValueError, match="kind"):
+        GateRequest.model_validate({**request, "kind": "rate_limit"})
