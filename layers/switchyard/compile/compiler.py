@@ -13,9 +13,12 @@ from typing import Any
 
 import orjson
 
+from switchyard.compile.context import ALL_STEPS, referenced_steps, templates_of
 from switchyard.compile.fragments import Block, Exit, Fragment, Names, State, chain, close
 from switchyard.compile.history import LIMIT, WARN_AT, worst_case_events
 from switchyard.compile.shape import Leaf, Node, Par, Seq, decompose, limit_width
+from switchyard.compile.shape.exclusive import serialize_exclusive
+from switchyard.compile.shape.tree import steps_of
 from switchyard.compile.steps.failure import Fallback
 from switchyard.compile.steps.gate import human_gate
 from switchyard.compile.steps.gating import guarded
@@ -23,20 +26,23 @@ from switchyard.compile.steps.loop_step import loop_step
 from switchyard.compile.steps.map_step import map_step
 from switchyard.compile.steps.router import rule_or_score_router
 from switchyard.compile.steps.sub_workflow import sub_workflow
-from switchyard.compile.steps.task import lambda_step
+from switchyard.compile.steps.task import can_need_human, lambda_step
 from switchyard.compile.steps.unit import LAMBDA_INVOKE, LAMBDA_SERVICE_RETRY, Unit, function
 from switchyard.compile.template_paths import parameters_for, render_task
-from switchyard.contract import LARGE_OUTPUT_BYTES, FunctionName
+from switchyard.contract import LARGE_OUTPUT_BYTES, FunctionName, GateKind
 from switchyard.diagnostics import Code, Diagnostic, Severity
 from switchyard.model import (
+    AgentBody,
     AgentStep,
     HumanGateStep,
     LlmRouter,
     LoopStep,
     MapStep,
+    OnError,
     RuleRouter,
     ScoreRouter,
     SubWorkflowStep,
+    ToolBody,
     ToolStep,
     Workflow,
 )
@@ -84,10 +90,13 @@ class _Compiler:
         self.fallback_only = workflow.fallback_steps()
         self.primary_of = {s.fallback: sid for sid, s in workflow.steps.items() if s.fallback}
         self.payloads = payload_plan(workflow)
+        self._handing: dict[Node, str | None] = {}
 
     def run(self) -> CompileResult:
         tree = self._shape()
-        top = Block(self.names, failing_steps=self._failing(tree) if tree is not None else 0)
+        top = Block(self.names)
+        if tree is not None:
+            top.failing_steps, top.gate_kinds = self._failing(tree), self._gate_kinds(tree)
         start = self._start(top)
         body = self._emit(tree, top) if tree is not None else None
         outputs = self._outputs(top)
@@ -128,6 +137,7 @@ class _Compiler:
             )
         if tree is None:
             return None
+        tree = self._one_route_at_a_time(tree, order)
         limited, batches = limit_width(tree, self.workflow.max_parallel, self._width)
         if len(batches) > 1:
             listed = "; ".join(", ".join(batch) for batch in batches)
@@ -138,6 +148,22 @@ class _Compiler:
                 f"batches: {listed}",
             )
         return limited
+
+    def _one_route_at_a_time(self, tree: Node, order: list[str]) -> Node:
+        """Parallel branches that wait on one router run one after another (at most one of
+        them runs a step: shape/exclusive.py)."""
+        steps = self.workflow.steps
+        after: dict[str, list[str]] = {}
+        for step_id in order:
+            deps = list(steps[step_id].after)
+            fallback = steps[step_id].fallback
+            while fallback is not None:  # compiled in the step's place: its waits count too
+                deps += [d for d in steps[fallback].after if d != step_id]
+                fallback = steps[fallback].fallback
+            after[step_id] = deps
+        routers = {s for s in order if isinstance(steps[s], RuleRouter | ScoreRouter | LlmRouter)}
+        position = {s: i for i, s in enumerate(steps)}
+        return serialize_exclusive(tree, after, routers, position)
 
     def _width(self, step_id: str) -> int:
         step = self.workflow.steps[step_id]
@@ -167,11 +193,16 @@ class _Compiler:
             ]
         branches: list[dict[str, Any]] = []
         firsts: list[str] = []
+        handed_up: list[State] = []
         for item in items:
-            branch = block.child(failing_steps=self._failing(item))
+            hands_up = self._hands_up(item)
+            branch = block.child(failing_steps=self._failing(item, own=True), branch=True)
+            branch.gate_kinds = self._gate_kinds(item)
+            branch.hands_up = hands_up
             fragment = self._emit(item, branch)
             close(fragment, branch, output_path="$.steps")
             branches.append(branch.as_definition(fragment.start))
+            handed_up += branch.handed_up
             firsts.append(_first_step(item))
         label = ", ".join(firsts)
         parallel: State = {
@@ -180,6 +211,8 @@ class _Compiler:
             "Branches": branches,
             "ResultPath": "$.branches",
         }
+        if handed_up:
+            parallel["Catch"] = handed_up
         merged = "$.branches[0]"
         for index in range(1, len(items)):
             merged = f"States.JsonMerge({merged}, $.branches[{index}], false)"
@@ -192,14 +225,75 @@ class _Compiler:
         parallel["Next"] = block.add(f"merge: {label}", merge)
         return Fragment(parallel_name, [Exit(merge)])
 
-    def _failing(self, node: Node) -> int:
-        """Steps of the block `node` compiles into that can fail or wait for an operator (a
-        nested Parallel's branches are blocks of their own)."""
+    def _failing(self, node: Node, *, own: bool = False) -> int:
+        """Steps whose failures or waits the tail of the block `node` compiles into serves. A
+        nested Parallel's branches are blocks of their own, but a branch whose one such step
+        hands its failure up counts it here. `own`: `node` is a whole branch, whose handed-up
+        step its own tail does not serve."""
+        if own and self._hands_up(node) is not None:
+            return 0
         if isinstance(node, Leaf):
             return self._failing_step(node.step)
         if isinstance(node, Seq):
             return sum(self._failing(item) for item in node.items)
-        return 0
+        return sum(1 for item in node.items if self._hands_up(item) is not None)
+
+    def _hands_up(self, branch: Node) -> str | None:
+        """The step of a Parallel branch that hands its failure to the tail outside the branch
+        (steps/failure.py), if the branch has one: the only step of the branch that can fail or
+        wait is an agent, tool, LLM router, human gate or sub-workflow (a map's or a loop's
+        failure path reads state its branch would lose) with `on_error: fail` and no fallback,
+        and its dead letter needs no record written in the branch."""
+        if branch not in self._handing:
+            self._handing[branch] = self._find_hands_up(branch)
+        return self._handing[branch]
+
+    def _find_hands_up(self, branch: Node) -> str | None:
+        workflow = self.workflow
+        members = list(_top_steps(branch))
+        failing = [s for s in members if self._failing_step(s)]
+        if len(failing) != 1 or any(isinstance(m, Par) for m in _items(branch)):
+            return None
+        (step_id,) = failing
+        step = workflow.steps[step_id]
+        simple = AgentStep | ToolStep | LlmRouter | HumanGateStep | SubWorkflowStep
+        if not isinstance(step, simple) or step.fallback is not None:
+            return None
+        if (step.on_error or workflow.on_error) is not OnError.FAIL:
+            return None
+        reads = referenced_steps(templates_of(step)) | set(step.after)
+        inside = set(steps_of(branch))
+        if reads & inside or (ALL_STEPS in reads and inside != {step_id}):
+            return None
+        return step_id
+
+    def _gate_kinds(self, node: Node) -> frozenset[GateKind]:
+        """What the shared gate of the block `node` compiles into will serve, which names it
+        (steps/failure.py); only its name depends on this."""
+        if isinstance(node, Leaf):
+            return self._step_gate_kinds(node.step)
+        if isinstance(node, Seq):
+            return frozenset().union(*(self._gate_kinds(item) for item in node.items))
+        return frozenset()
+
+    def _step_gate_kinds(self, step_id: str) -> frozenset[GateKind]:
+        workflow = self.workflow
+        step = workflow.steps[step_id]
+        body = step.step if isinstance(step, LoopStep) else step
+        kinds: set[GateKind] = set()
+        if isinstance(body, AgentBody | ToolBody | LlmRouter):
+            budget = workflow.budget
+            if budget is None or budget.on_exceeded == "pause":
+                kinds.add(GateKind.BUDGET)
+            if can_need_human(body):
+                kinds.add(GateKind.HUMAN)
+        if step.fallback is not None:
+            kinds |= self._step_gate_kinds(step.fallback)
+        elif (step.on_error or workflow.on_error) is OnError.PAUSE and not isinstance(
+            step, RuleRouter | ScoreRouter
+        ):
+            kinds.add(GateKind.PAUSE)
+        return frozenset(kinds)
 
     def _failing_step(self, step_id: str) -> int:
         step = self.workflow.steps[step_id]
@@ -342,6 +436,19 @@ class _Compiler:
         line = self.document.line_of(path) if self.document else 0
         file = self.document.file if self.document else "<workflow>"
         self.notes.append(Diagnostic(code, format_path(path), message, line, file, severity))
+
+
+def _items(node: Node) -> tuple[Node, ...]:
+    return (node,) if isinstance(node, Leaf) else node.items
+
+
+def _top_steps(node: Node) -> list[str]:
+    """The steps of a branch that are not inside a nested Parallel."""
+    if isinstance(node, Leaf):
+        return [node.step]
+    if isinstance(node, Seq):
+        return [s for item in node.items for s in _top_steps(item)]
+    return []
 
 
 def _first_step(node: Node) -> str:

@@ -87,14 +87,25 @@ class Block:
     share one tail that dispatches on the step (steps/failure.py)."""
     tail: Any = None
     """That tail, made when the first step needs it."""
+    gate_kinds: frozenset[Any] = frozenset()
+    """What the tail's one gate will serve (GateKind), known before the steps are compiled so
+    that the gate is named once."""
+    parent: Block | None = None
+    """The block a Parallel branch's states run in (None for the top level, a map's item)."""
+    hands_up: str | None = None
+    """A Parallel branch whose one step that can fail hands its failure to the parent's tail
+    (steps/failure.py): that step."""
+    handed_up: list[State] = field(default_factory=list)
+    """The `Catch` rules the Parallel needs for it."""
 
     def add(self, hint: str, state: State) -> str:
         name = self.names.claim(hint)
         self.states[name] = state
         return name
 
-    def child(self, failing_steps: int = 0) -> Block:
-        return Block(self.names, failing_steps=failing_steps)
+    def child(self, failing_steps: int = 0, *, branch: bool = False) -> Block:
+        """A block inside this one: a Parallel branch (`branch`), or a map's item processor."""
+        return Block(self.names, failing_steps=failing_steps, parent=self if branch else None)
 
     def shared(self, hint: str, state: State) -> str:
         """One state of this block that many fragments go to (e.g. the run's Fail)."""
@@ -102,6 +113,13 @@ class Block:
             if existing == state and name.startswith(hint):
                 return name
         return self.add(hint, state)
+
+    def rename(self, name: str, hint: str) -> str:
+        """Give the state `name` a new name, in the same place; the caller rewires whatever
+        goes to it."""
+        new = self.names.claim(hint)
+        self.states = {new if key == name else key: state for key, state in self.states.items()}
+        return new
 
     def single(self, hint: str, state: State) -> Fragment:
         """A one-state fragment whose exit is the state's own Next."""

@@ -40,6 +40,12 @@ HEARTBEAT_TIMEOUT = "States.HeartbeatTimeout"
 ALL_ERRORS = "States.ALL"
 TASK_FAILED = "States.TaskFailed"
 
+BRANCH_FAILED = "switchyard.branch_failed:"
+"""The error a Parallel branch fails with when the one step of it that can fail does (with
+`on_error: fail`): `BRANCH_FAILED<step id>`, its Cause the step's error name, a space, and the
+step's Cause. The Parallel's `Catch` hands it to the failure tail outside the branch, which
+unwraps it (`unwrap_branch_failure`)."""
+
 LAMBDA_SERVICE_ERRORS: tuple[str, ...] = (
     "Lambda.ServiceException",
     "Lambda.AWSLambdaException",
@@ -88,6 +94,20 @@ def lambda_error(name: str, message: str) -> Exception:
         cls = type(name, (Exception,), {"__module__": "switchyard"})
         _LAMBDA_ERROR_CLASSES[name] = cls
     return cls(message)
+
+
+def branch_failure(step_id: str) -> str:
+    return f"{BRANCH_FAILED}{step_id}"
+
+
+def unwrap_branch_failure(caught: dict[str, Any]) -> dict[str, Any]:
+    """The step's own `{Error, Cause}` out of its branch's failure; anything else as it is."""
+    name = caught.get("Error")
+    if not isinstance(name, str) or not name.startswith(BRANCH_FAILED):
+        return caught
+    text = caught.get("Cause")
+    inner, _, cause = (text if isinstance(text, str) else "").partition(" ")
+    return {"Error": inner, "Cause": None if cause == "null" else cause}
 
 
 def read_cause(cause: object) -> tuple[str, int | None]:

@@ -14,6 +14,7 @@ from switchyard.contract.errors import (
     StepErrorName,
     error_type_of,
     read_cause,
+    unwrap_branch_failure,
 )
 from switchyard.contract.helpers import (
     CaughtError,
@@ -61,7 +62,7 @@ def caught(request: CaughtRequest) -> dict[str, Any]:
     state = dict(request.state)
     records = dict(state.get("steps") or {})
     step_id = _caught_step(records, request.steps)
-    raw = records.pop(step_id)
+    raw = unwrap_branch_failure(records.pop(step_id))
     info = request.steps[step_id]
     context: dict[str, Any] = {"run": state.get("run")}
     if info.scope:

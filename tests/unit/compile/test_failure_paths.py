@@ -61,14 +61,17 @@ def catches(state: dict[str, Any]) -> dict[str, str]:
 )
 def test_every_step_that_calls_tools_waits_for_a_person_on_human_required(step: str) -> None:
     """Loop detection checks every tool call: the third identical call stops for a person. A
-    block with one such step names it in its gate, which goes straight back to it."""
+    block with one such step names it in its gate, which goes straight back to it; one gate
+    serves both a refused budget and a person needed, and takes its kind from the error."""
     found = states(f"steps:\n  call: {step}\n")
-    gate = found["needs a human"]
-    assert gate["Parameters"]["Payload"]["kind"] == "human"
+    gate = found["operator gate"]
+    assert gate["Parameters"]["Payload"]["kind.$"] == "$.error.Error"
     assert gate["Parameters"]["Payload"]["step_id"] == "call"
     (task,) = [name for name, s in found.items() if "human_required" in catches(s)]
-    assert catches(found[task])["human_required"] == "needs a human"
+    assert catches(found[task])["human_required"] == "operator gate"
+    assert catches(found[task])["budget"] == "operator gate"
     assert gate["Next"] == task  # the step runs again with the person's decision
+    assert not {"budget gate", "needs a human"} & set(found)
 
 
 def test_steps_of_one_block_share_one_tail_that_dispatches_on_the_step() -> None:
@@ -98,12 +101,22 @@ def test_steps_of_one_block_share_one_tail_that_dispatches_on_the_step() -> None
     after = found["after error"]
     assert after["Default"] == "dead letter"
     targets = [rule["Next"] for rule in after["Choices"]]
-    # A gate resumes the step it served; a budget or human error opens its gate; after the
+    # A gate resumes the step it served; a budget or human error opens the gate; after the
     # dead letter, `continue` goes on after its step, `pause` waits, `fail` fails the run.
-    assert {"first", "second", "third", "budget gate", "needs a human", "paused", "fail"} <= set(
-        targets
-    )
-    assert found["paused"]["Parameters"]["Payload"]["step_id.$"] == "$.error.step"
+    assert {"first", "second", "third", "operator gate", "fail"} <= set(targets)
+    # One gate serves the budget, the person and the pause: the action read names its kind.
+    assert not {"budget gate", "needs a human", "paused"} & set(found)
+    payload = found["operator gate"]["Parameters"]["Payload"]
+    assert payload["kind.$"] == "$.error.action" and "kind" not in payload
+    assert payload["step_id.$"] == "$.error.step"
+    opens = [rule for rule in after["Choices"] if rule["Next"] == "operator gate"]
+    assert opens[0] == {
+        "Or": [
+            {"Variable": "$.error.action", "StringEquals": "budget"},
+            {"Variable": "$.error.action", "StringEquals": "human"},
+        ],
+        "Next": "operator gate",
+    }
     assert found["dead letter"]["Next"] == "after error"
 
 
@@ -119,7 +132,8 @@ def test_steps_that_call_no_tool_have_no_human_gate(step: str) -> None:
     if "router" in step:
         steps += "  x: {type: agent, after: [call], prompt: p}\n"
     found = states(steps)
-    assert "needs a human" not in found
+    assert "needs a human" not in found and "operator gate" not in found
+    assert found["budget gate"]["Parameters"]["Payload"]["kind"] == "budget"
     assert all("human_required" not in catches(s) for s in found.values())
 
 
@@ -159,3 +173,112 @@ steps:
     assert table["call"]["reads"] == ["classify", "other"]
     assert "scope" not in table["call"]
     assert table["again"]["reads"] == ["call"] and table["again"]["scope"] is True
+
+
+def _parallel(definition: dict[str, Any]) -> dict[str, Any]:
+    (parallel,) = [s for s in definition["States"].values() if s["Type"] == "Parallel"]
+    return parallel
+
+
+def _definition(steps: str) -> dict[str, Any]:
+    result = validate_text(HEAD + steps)
+    assert result.workflow is not None, [d.format() for d in result.diagnostics]
+    return compile_workflow(result.workflow).definition
+
+
+FAN_OUT = """steps:
+  first: {type: agent, prompt: p}
+  left: {type: agent, after: [first], prompt: "{{ steps.first.output.text }}"}
+  right: {type: tool, after: [first], tool: echo, args: {x: 1}}
+  join: {type: agent, after: [left, right], prompt: p}
+"""
+
+
+def test_a_branch_whose_one_step_fails_the_run_hands_its_failure_to_the_tail_outside() -> None:
+    definition = _definition(FAN_OUT)
+    parallel = _parallel(definition)
+    # The Parallel catches each branch's failure where the step's record goes, into the
+    # machine's one tail, which unwraps it (contract.errors.BRANCH_FAILED).
+    assert parallel["Catch"] == [
+        {
+            "ErrorEquals": [f"switchyard.branch_failed:{step}"],
+            "ResultPath": f"$.steps.{step}",
+            "Next": "on error",
+        }
+        for step in ("left", "right")
+    ]
+    table = definition["States"]["on error"]["Parameters"]["Payload"]["steps"]
+    assert table["left"]["reads"] == ["first"] and table["left"]["parks"] is False
+    for branch in parallel["Branches"]:
+        states = branch["States"]
+        step = branch["StartAt"]
+        # No tail in the branch: a Fail that names the step, and the gate a pause needs.
+        assert not any(name.startswith(("on error", "dead letter")) for name in states)
+        (fail,) = [s for s in states.values() if s["Type"] == "Fail"]
+        assert fail["Error"] == f"switchyard.branch_failed:{step}"
+        assert fail["CausePath"] == (
+            f"States.Format('{{}} {{}}', $.steps.{step}.Error, $.steps.{step}.Cause)"
+        )
+        assert catches(states[step])["States.ALL"] in states
+        assert catches(states[step])["budget"] != "on error"  # the gate stays in the branch
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ('prompt: "{{ steps.first.output.text }}"}', "prompt: p, on_error: continue}"),
+        (
+            'prompt: "{{ steps.first.output.text }}"}',
+            "prompt: p, fallback: spare}\n  spare: {type: agent, prompt: s}",
+        ),
+    ],
+    ids=["continue", "fallback"],
+)
+def test_a_branch_that_goes_on_after_a_failure_keeps_its_own_tail(change: tuple[str, str]) -> None:
+    definition = _definition(FAN_OUT.replace(*change))
+    parallel = _parallel(definition)
+    assert [rule["ErrorEquals"] for rule in parallel["Catch"]] == [
+        ["switchyard.branch_failed:right"]
+    ]
+    left = parallel["Branches"][0]["States"]
+    assert "on error (2)" in left or "on error" in left
+
+
+def test_a_branch_step_that_reads_a_record_of_its_branch_keeps_its_own_tail() -> None:
+    """Its dead letter carries the records it read, which only its branch has."""
+    routed = """steps:
+  first: {type: agent, prompt: p}
+  pick:
+    type: router
+    after: [first]
+    strategy: rule
+    routes: [{when: 'steps.first.output.text == "x"', to: left}]
+  left: {type: agent, after: [pick], prompt: p}
+  right: {type: tool, after: [first], tool: echo, args: {x: 1}}
+  join: {type: agent, after: [left, right], prompt: p}
+"""
+    parallel = _parallel(_definition(routed))
+    assert [rule["ErrorEquals"] for rule in parallel["Catch"]] == [
+        ["switchyard.branch_failed:right"]
+    ]
+    (picked,) = [b["States"] for b in parallel["Branches"] if b["StartAt"] == "pick"]
+    assert any(name.startswith("on error") for name in picked)
+
+
+def test_a_failure_handed_up_to_a_block_with_no_other_step_goes_straight_to_its_dead_letter() -> (
+    None
+):
+    definition = _definition(
+        """steps:
+  left: {type: agent, prompt: p}
+  right: {type: tool, tool: echo, args: {x: 1}, on_error: continue}
+"""
+    )
+    states = definition["States"]
+    parallel = _parallel(definition)
+    assert [rule["Next"] for rule in parallel["Catch"]] == ["on error"]
+    assert "after error" not in states  # one step in this block's tail: no dispatch
+    assert states["on error"]["Next"] == "dead letter"
+    assert states["dead letter"]["Next"] == "fail"
+    (right,) = [b["States"] for b in parallel["Branches"] if b["StartAt"] == "right"]
+    assert any(name.startswith("on error") for name in right)  # continue: its own tail

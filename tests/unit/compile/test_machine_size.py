@@ -122,15 +122,24 @@ BEFORE = {  # states, happy-path transitions as compiled before issue 18 (commit
     "document-processing": (35, 10),
     "summarize-document": (18, 5),
 }
-AT_MOST = {  # states as compiled now: a change that grows a machine must say why here
-    "customer-support": 28,
-    "content-moderation": 56,
-    "document-processing": 13,
-    "summarize-document": 12,
+SHARED_TAIL = {  # the same, with one shared tail per block (commit 7a01e27)
+    "customer-support": (28, 11),
+    "content-moderation": (56, 22),
+    "document-processing": (13, 7),
+    "summarize-document": (12, 5),
 }
-MEAN_STATES_PER_STEP = 5.25
-"""What the examples average now (5.23). Issue 18 asked for 3: not reached, because each
-Parallel branch whose steps can fail needs a tail of its own (docs/compiler.md, "Machine size")."""
+AT_MOST = {  # states as compiled now: a change that grows a machine must say why here
+    "customer-support": 22,
+    "content-moderation": 34,
+    "document-processing": 12,
+    "summarize-document": 11,
+}
+MEAN_STATES_PER_STEP = 4.11
+"""What the examples average now (4.10). Issue 18 asked for 3, which these workflows cannot
+reach without changing what a run does: summarize-document alone needs 11 states for 2 steps
+(start, its steps, the check and skip of its `when`, outputs, and a tail of five: on error,
+after error, dead letter, a gate, fail), document-processing 12 for 4 (docs/compiler.md,
+"Machine size")."""
 
 
 def _example_stats() -> dict[str, Any]:
@@ -145,9 +154,11 @@ def _example_stats() -> dict[str, Any]:
 
 def test_the_examples_are_held_to_their_size_and_their_happy_path() -> None:
     stats = _example_stats()
-    assert set(stats) == set(BEFORE)
+    assert set(stats) == set(BEFORE) == set(SHARED_TAIL)
     for name, measured in stats.items():
         assert measured.states <= AT_MOST[name], measured.line()
+        # A happy run never enters more states than it did before.
+        assert measured.happy_transitions <= SHARED_TAIL[name][1], measured.line()
         assert measured.happy_transitions <= BEFORE[name][1], measured.line()
     mean = sum(s.states_per_step for s in stats.values()) / len(stats)
     assert mean <= MEAN_STATES_PER_STEP

@@ -146,6 +146,26 @@ def test_a_budget_or_human_error_goes_to_its_gate_as_caught() -> None:
     }
 
 
+def test_a_failure_handed_up_by_its_branch_reads_as_the_step_s_own() -> None:
+    """A Parallel branch's Fail carries the step's error name and cause (contract.errors
+    .BRANCH_FAILED); the tail outside reads them as if the step had failed in its block."""
+    raised = InvalidOutputError("not JSON", errors=["a"]).as_lambda_exception(attempt=2)
+    direct = caught({}, {"Error": "invalid_output", "Cause": lambda_cause(raised)})
+    handed = caught(
+        {"parks": False},
+        {
+            "Error": "switchyard.branch_failed:broken",
+            "Cause": f"invalid_output {lambda_cause(raised)}",
+        },
+    )
+    assert handed["steps"]["broken"] == direct["steps"]["broken"]
+    assert handed["error"] == direct["error"]
+    timed_out = caught(
+        {}, {"Error": "switchyard.branch_failed:broken", "Cause": "States.Timeout null"}
+    )
+    assert timed_out["steps"]["broken"]["error"] == {"type": "timeout", "message": ""}
+
+
 def test_a_gate_s_last_timeout_is_its_on_timeout() -> None:
     state = caught({"on_timeout": "reject"}, {"Error": "States.Timeout", "Cause": ""})
     assert state["steps"]["broken"]["error"] == {

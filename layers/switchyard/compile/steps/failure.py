@@ -5,13 +5,17 @@ A step's `Catch` writes Step Functions' `{Error, Cause}` where the step's record
 (`$.steps.<id>`) and goes to `on error`, a Task on the render function's `caught` helper, which
 finds that step, reads its error, writes its failed record and its dead letter, and says what
 comes next in `$.error` (`step`, `action`). Then, in a block of several such steps, `after error`
-(a Choice on `$.error.action` and `$.error.step`) dispatches: to a gate (`budget gate`, `needs a
-human`, `paused`), which returns to `after error` and from there to the step that must run
-again; to `dead letter`, after which the run fails (`fail`), goes on after the step, or runs its
-fallback. A block with a single such step wires all of that directly, without `after error`.
+(a Choice on `$.error.action` and `$.error.step`) dispatches: to the block's one gate (`budget
+gate`, `needs a human` or `paused` when it serves one kind, `operator gate` when it serves
+several), which returns to `after error` and from there to the step that must run again; to
+`dead letter`, after which the run fails (`fail`), goes on after the step, or runs its fallback.
+A block with a single such step wires all of that directly, without `after error`.
 
 ASL scoping keeps a tail inside its block: a state in a Parallel branch cannot go to a state
-outside it, so each branch that needs one has its own.
+outside it. So a branch whose one such step fails the run (`on_error: fail`) hands its failure
+out instead: a `Fail` raises an error naming the step, the Parallel's `Catch` takes it to the
+tail outside, and the branch keeps only the gate its step may wait in (`_hand_up`). Any other
+branch that needs a tail has its own.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from switchyard.compile.steps.unit import (
     function,
 )
 from switchyard.contract import DEAD_LETTER_QUEUE_URL, FunctionName, GateKind
-from switchyard.contract.errors import ALL_ERRORS, StepErrorName
+from switchyard.contract.errors import ALL_ERRORS, StepErrorName, branch_failure
 from switchyard.model import (
     HumanGateStep,
     LoopStep,
@@ -46,6 +50,29 @@ ERROR_PATH = "$.error"
 scratch key, dropped when Parallel branches merge."""
 SENT = f"{ERROR_PATH}.sent"
 RESUMED = f"{ERROR_PATH}.resumed"
+
+GATE_NAMES = {
+    GateKind.BUDGET: "budget gate",
+    GateKind.HUMAN: "needs a human",
+    GateKind.PAUSE: "paused",
+}
+OPERATOR_GATE = "operator gate"
+"""A block has one gate: named after the one kind it serves, or this when it serves several."""
+WAITS_WHEN = {
+    GateKind.BUDGET: "it does not fit the budget (raise the budget, then resume)",
+    GateKind.HUMAN: "it needs a decision (a tool call to approve, a loop to judge, an unknown "
+    "outcome)",
+    GateKind.PAUSE: "it failed and its on_error is pause",
+}
+
+
+def gate_comment(kinds: list[GateKind], who: str = "a step") -> str:
+    reasons = " or when ".join(WAITS_WHEN[kind] for kind in kinds)
+    return (
+        f"{who} waits for a person when {reasons}; it runs again when resumed, and cancelling "
+        "ends the run"
+    )
+
 
 RUN_FAILS: State = {
     "Type": "Fail",
@@ -103,6 +130,8 @@ class Tail:
     afters: list[dict[str, Any]] = field(default_factory=list)
     ends: list[dict[str, Any]] = field(default_factory=list)
     choice: State | None = None
+    gate_kinds: list[GateKind] = field(default_factory=list)
+    """What the block's one gate serves (budget, human, pause), in the order steps needed it."""
 
     @property
     def block(self) -> Block:
@@ -186,56 +215,74 @@ class Tail:
             letter["Next"] = letter["Catch"][0]["Next"] = self._after()
         return name
 
-    def _gate(self, key: str, kind: GateKind, comment: str, resume: str | None) -> str:
-        def make() -> State:
-            payload: dict[str, Any] = {
-                "kind": kind.value,
-                "step_id.$": f"{ERROR_PATH}.step",
-                "workflow": self.unit.workflow_info(budget=False),
-                "context.$": f"{ERROR_PATH}.context",
-                "error.$": f"{ERROR_PATH}.gate",
-                "task_token.$": "$$.Task.Token",
-                "execution_arn.$": "$$.Execution.Id",
-            }
-            state: State = {
-                "Type": "Task",
-                "Comment": comment,
-                "Resource": LAMBDA_CALLBACK,
-                "Parameters": {
-                    "FunctionName": function(FunctionName.APPROVAL_NOTIFY),
-                    "Payload": payload,
+    def _gate_state(self, payload: dict[str, Any], comment: str, next_: str | None) -> State:
+        return {
+            "Type": "Task",
+            "Comment": comment,
+            "Resource": LAMBDA_CALLBACK,
+            "Parameters": {
+                "FunctionName": function(FunctionName.APPROVAL_NOTIFY),
+                "Payload": {
+                    **payload,
+                    "workflow": self.unit.workflow_info(budget=False),
+                    "task_token.$": "$$.Task.Token",
+                    "execution_arn.$": "$$.Execution.Id",
                 },
-                "ResultPath": RESUMED if self.shared else None,
-            }
-            state["Next"] = self._after() if self.shared else resume
-            return state
+            },
+            "ResultPath": RESUMED if self.shared else None,
+            "Next": next_,
+        }
 
-        return self._state(key, make)
+    def _caught_payload(self, kind: GateKind) -> dict[str, Any]:
+        """A gate's payload after `on error`: the step, its context and its error as read."""
+        return {
+            "kind": kind.value,
+            "step_id.$": f"{ERROR_PATH}.step",
+            "context.$": f"{ERROR_PATH}.context",
+            "error.$": f"{ERROR_PATH}.gate",
+        }
 
-    def budget_gate(self, resume: str | None = None) -> str:
-        return self._gate(
-            "budget gate",
-            GateKind.BUDGET,
-            "a step did not fit the budget: the run is paused until an operator raises the "
-            "budget and resumes (the step runs again), or cancels",
-            resume,
-        )
+    def shared_gate(self, kind: GateKind) -> str:
+        """The block's one gate, serving `kind` too. Serving several kinds, it reads the kind
+        from the state (`$.error.action` is the kind's name) and is named `operator gate`."""
+        if kind not in self.gate_kinds:
+            self.gate_kinds.append(kind)
+        expected = set(self.block.gate_kinds) | set(self.gate_kinds)
+        name = self.names.get("gate")
+        if name is None:
+            payload = self._caught_payload(kind)
+            hint = GATE_NAMES[kind]
+            if len(expected) > 1:
+                del payload["kind"]
+                payload = {"kind.$": f"{ERROR_PATH}.action", **payload}
+                hint = OPERATOR_GATE
+            state = self._gate_state(payload, gate_comment(self._ordered(expected)), self._after())
+            self.names["gate"] = self.block.add(hint, state)
+            return self.names["gate"]
+        state = self.block.states[name]
+        state["Comment"] = gate_comment(self._ordered(expected))
+        payload = state["Parameters"]["Payload"]
+        if len(expected) > 1 and "kind" in payload:  # not foreseen: named again
+            del payload["kind"]
+            state["Parameters"]["Payload"] = {"kind.$": f"{ERROR_PATH}.action", **payload}
+            renamed = self.block.rename(name, OPERATOR_GATE)
+            for rule in [*self.opens, *self.afters]:
+                if rule.get("Next") == name:
+                    rule["Next"] = renamed
+            self.names["gate"] = renamed
+        return self.names["gate"]
 
-    def human_gate(self, resume: str | None = None) -> str:
-        return self._gate(
-            "needs a human",
-            GateKind.HUMAN,
-            "a step needs a person (a tool call to approve, a loop to judge, an unknown "
-            "outcome); it runs again with the decision",
-            resume,
-        )
+    @staticmethod
+    def _ordered(kinds: set[GateKind]) -> list[GateKind]:
+        return [kind for kind in GATE_NAMES if kind in kinds]
 
-    def paused(self, resume: str | None = None) -> str:
-        return self._gate(
+    def _paused_alone(self, resume: str) -> str:
+        """In a block with one step that can fail, its `on_error: pause` gate (after `on
+        error` and the dead letter), going straight back to it."""
+        kind = GateKind.PAUSE
+        return self._state(
             "paused",
-            GateKind.PAUSE,
-            "a step failed and its on_error is pause: resume runs it again, cancel ends the run",
-            resume,
+            lambda: self._gate_state(self._caught_payload(kind), gate_comment([kind]), resume),
         )
 
     # --- the steps -------------------------------------------------------------------------
@@ -283,9 +330,18 @@ class Tail:
         self._order()
 
     def _open(self, action: str, target: str) -> None:
-        if any(r["Next"] == target and r.get("Variable") for r in self.opens):
+        """`$.error.action` = `action` goes to `target`: one rule per target (an `Or` of the
+        actions that go there)."""
+        wanted = _rule(f"{ERROR_PATH}.action", action)
+        for index, rule in enumerate(self.opens):
+            if rule["Next"] != target:
+                continue
+            tests = rule.get("Or") or [{k: v for k, v in rule.items() if k != "Next"}]
+            if wanted not in tests:
+                self.opens[index] = {"Or": [*tests, wanted], "Next": target}
+                self._order()
             return
-        self.opens.append({**_rule(f"{ERROR_PATH}.action", action), "Next": target})
+        self.opens.append({**wanted, "Next": target})
         self._order()
 
     def park_catches(self, unit: Unit, resume: str, *, can_need_human: bool) -> list[Any]:
@@ -299,65 +355,46 @@ class Tail:
         if self.shared:
             self.resume_to(unit, resume)
             if pauses:
-                self._open("budget", self.budget_gate())
+                self._open("budget", self.shared_gate(GateKind.BUDGET))
             else:
                 self._open("stop", self.fail())
             if can_need_human:
-                self._open("human", self.human_gate())
+                self._open("human", self.shared_gate(GateKind.HUMAN))
             return [caught_into(unit, names, self.on_error())]
-        parks = self._literal_gate(unit, "budget", resume) if pauses else self.fail()
-        catches = [catch([StepErrorName.BUDGET.value], parks)]
+        kinds = [GateKind.BUDGET] if pauses else []
         if can_need_human:
-            catches.append(
-                catch(
-                    [StepErrorName.HUMAN_REQUIRED.value], self._literal_gate(unit, "human", resume)
-                )
-            )
-        return catches
+            kinds.append(GateKind.HUMAN)
+        if not kinds:
+            return [catch(names, self.fail())]
+        gate = self._literal_gate(unit, kinds, resume)
+        if pauses:
+            return [catch(names, gate)]
+        return [catch([StepErrorName.BUDGET.value], self.fail()), catch(names[1:], gate)]
 
-    def _literal_gate(self, unit: Unit, which: str, resume: str) -> str:
-        """In a block with one such step, a gate that names it (the error as caught)."""
-        key = "budget gate" if which == "budget" else "needs a human"
-        kind = GateKind.BUDGET if which == "budget" else GateKind.HUMAN
-        comment = (
-            f"'{unit.step_id}' did not fit the budget: the run is paused until an operator "
-            "raises the budget and resumes, or cancels"
-            if which == "budget"
-            else f"'{unit.step_id}' needs a person (a tool call to approve, a loop to judge, an "
-            "unknown outcome); it runs again with the decision"
+    def _literal_gate(self, unit: Unit, kinds: list[GateKind], resume: str) -> str:
+        """In a block with one such step, its gate, which names it and takes the error as
+        caught; serving both a budget and a human, it reads the kind from the error's name
+        (`budget`, `human_required`: GateRequest reads either)."""
+        context: dict[str, Any] = {"run.$": "$.run"}
+        if unit.scope:
+            context["scope.$"] = "$.scope"
+        kind: dict[str, Any] = (
+            {"kind": kinds[0].value} if len(kinds) == 1 else {"kind.$": f"{ERROR_PATH}.Error"}
         )
-
-        def make() -> State:
-            context: dict[str, Any] = {"run.$": "$.run"}
-            if unit.scope:
-                context["scope.$"] = "$.scope"
-            return {
-                "Type": "Task",
-                "Comment": comment,
-                "Resource": LAMBDA_CALLBACK,
-                "Parameters": {
-                    "FunctionName": function(FunctionName.APPROVAL_NOTIFY),
-                    "Payload": {
-                        "kind": kind.value,
-                        "step_id": unit.step_id,
-                        "workflow": unit.workflow_info(budget=False),
-                        "context": context,
-                        "error.$": ERROR_PATH,
-                        "task_token.$": "$$.Task.Token",
-                        "execution_arn.$": "$$.Execution.Id",
-                    },
-                },
-                "ResultPath": None,
-                "Next": resume,
-            }
-
-        return self._state(key, make)
+        payload = {**kind, "step_id": unit.step_id, "context": context, "error.$": ERROR_PATH}
+        comment = gate_comment(kinds, f"'{unit.step_id}'")
+        return self._state(
+            GATE_NAMES[kinds[0]] if len(kinds) == 1 else OPERATOR_GATE,
+            lambda: self._gate_state(payload, comment, resume),
+        )
 
     def failure(
         self, unit: Unit, *, resume: str, on_error: OnError, fallback: Fallback | None
     ) -> Fragment:
         """The step's failure path: its entry is `on error`; its exits go on with the
         workflow (after `continue`, or the fallback)."""
+        if self.block.hands_up == unit.step_id:
+            return self._hand_up(unit, on_error)
         action = "fallback" if fallback is not None else on_error.value
         self.register(unit, on_error=on_error.value, fallback=fallback is not None)
         entry = self.on_error()
@@ -371,7 +408,7 @@ class Tail:
             if action == "pause":
                 pausing = [_rule(f"{ERROR_PATH}.action", "pause"), _sent()]
                 if not any(r.get("And") == pausing for r in self.afters):
-                    self.afters.append({"And": pausing, "Next": self.paused()})
+                    self.afters.append({"And": pausing, "Next": self.shared_gate(GateKind.PAUSE)})
             elif action == "fail":
                 if not self.ends:
                     self.ends.append({**_sent(), "Next": self.fail()})
@@ -395,10 +432,39 @@ class Tail:
         if action == "fallback":
             assert fallback is not None
             return Fragment(entry, self._fallback(unit, fallback, *leave))
-        target = self.paused(resume) if action == "pause" else self.fail()
+        target = self._paused_alone(resume) if action == "pause" else self.fail()
         for exit_ in leave:
             exit_.wire(target)
         return Fragment(entry, [])
+
+    def _hand_up(self, unit: Unit, on_error: OnError) -> Fragment:
+        """The failure of the one step of a Parallel branch that can fail, with `on_error:
+        fail`: a `Fail` that fails the branch, and so the Parallel, with an error naming the
+        step; the Parallel's `Catch` writes it where the step's record goes and goes to the
+        tail outside, which reads it as the step's own (contract.errors.BRANCH_FAILED). The
+        branch needs no tail of its own, and the run fails as it would have: the step's dead
+        letter is sent, the other branches are stopped."""
+        if "handed up" in self.names:
+            return Fragment(self.names["handed up"], [])
+        parent = self.block.parent
+        assert parent is not None and not unit.scope
+        record = unit.step_record
+        fails: State = {
+            "Type": "Fail",
+            "Comment": f"'{unit.step_id}' failed: the branch fails, and the failure tail outside "
+            "it records the failure, sends the dead letter and fails the run",
+            "Error": branch_failure(unit.step_id),
+            "CausePath": f"States.Format('{{}} {{}}', {record}.Error, {record}.Cause)",
+        }
+        name = self.names["handed up"] = self.block.add(unit.name("failed"), fails)
+        outside = Unit(unit.workflow, unit.step_id, parent)
+        outside.extra_steps = set(unit.extra_steps)
+        tail = tail_of(outside)
+        tail.register(outside, parks=False)  # its gates stay in the branch
+        entry = tail.failure(outside, resume="", on_error=on_error, fallback=None)
+        handed = caught_into(outside, [branch_failure(unit.step_id)], entry.start)
+        self.block.handed_up.append(handed)
+        return Fragment(name, [])
 
     def _fallback(self, unit: Unit, fallback: Fallback, *into: Exit) -> list[Exit]:
         """The fallback step's states, then the failed step's record with its output."""
