@@ -9,6 +9,7 @@ record's `error.type` reads like the format. Step Functions' own names are mappe
 from __future__ import annotations
 
 import json
+import re
 from enum import StrEnum
 from typing import Any
 
@@ -42,9 +43,9 @@ TASK_FAILED = "States.TaskFailed"
 
 BRANCH_FAILED = "switchyard.branch_failed:"
 """The error a Parallel branch fails with when the one step of it that can fail does (with
-`on_error: fail`): `BRANCH_FAILED<step id>`, its Cause the step's error name, a space, and the
-step's Cause. The Parallel's `Catch` hands it to the failure tail outside the branch, which
-unwraps it (`unwrap_branch_failure`)."""
+`on_error: fail`): `BRANCH_FAILED<step id>`, its Cause the step's caught `{Error, Cause}` as JSON
+text. The Parallel's `Catch` hands it to the failure tail outside the branch, which unwraps it
+(`unwrap_branch_failure`)."""
 
 LAMBDA_SERVICE_ERRORS: tuple[str, ...] = (
     "Lambda.ServiceException",
@@ -101,13 +102,26 @@ def branch_failure(step_id: str) -> str:
 
 
 def unwrap_branch_failure(caught: dict[str, Any]) -> dict[str, Any]:
-    """The step's own `{Error, Cause}` out of its branch's failure; anything else as it is."""
+    """The step's own `{Error, Cause}` out of its branch's failure; anything else as it is.
+
+    Should Step Functions have cut the JSON text at its limit of 32,768 characters, the error
+    name still leads it, and the text is kept as the cause."""
     name = caught.get("Error")
     if not isinstance(name, str) or not name.startswith(BRANCH_FAILED):
         return caught
     text = caught.get("Cause")
-    inner, _, cause = (text if isinstance(text, str) else "").partition(" ")
-    return {"Error": inner, "Cause": None if cause == "null" else cause}
+    text = text if isinstance(text, str) else ""
+    try:
+        inner = json.loads(text)
+    except ValueError:
+        match = _LEADING_ERROR.match(text)
+        return {"Error": json.loads(f'"{match.group(1)}"') if match else name, "Cause": text}
+    if not isinstance(inner, dict):
+        return {"Error": name, "Cause": text}
+    return {"Error": inner.get("Error"), "Cause": inner.get("Cause")}
+
+
+_LEADING_ERROR = re.compile(r'^\{\s*"Error"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
 
 def read_cause(cause: object) -> tuple[str, int | None]:

@@ -216,9 +216,7 @@ def test_a_branch_whose_one_step_fails_the_run_hands_its_failure_to_the_tail_out
         assert not any(name.startswith(("on error", "dead letter")) for name in states)
         (fail,) = [s for s in states.values() if s["Type"] == "Fail"]
         assert fail["Error"] == f"switchyard.branch_failed:{step}"
-        assert fail["CausePath"] == (
-            f"States.Format('{{}} {{}}', $.steps.{step}.Error, $.steps.{step}.Cause)"
-        )
+        assert fail["CausePath"] == f"States.JsonToString($.steps.{step})"
         assert catches(states[step])["States.ALL"] in states
         assert catches(states[step])["budget"] != "on error"  # the gate stays in the branch
 
@@ -282,3 +280,24 @@ def test_a_failure_handed_up_to_a_block_with_no_other_step_goes_straight_to_its_
     assert states["dead letter"]["Next"] == "fail"
     (right,) = [b["States"] for b in parallel["Branches"] if b["StartAt"] == "right"]
     assert any(name.startswith("on error") for name in right)  # continue: its own tail
+
+
+def test_a_gate_that_comes_to_serve_a_kind_not_foreseen_is_renamed_and_rewired() -> None:
+    """The kinds a block's gate serves are worked out before its steps are compiled, so that it
+    is named once; should a step need another, the gate becomes `operator gate` all the same."""
+    from switchyard.compile.fragments import Block, Names
+    from switchyard.compile.steps.failure import Tail
+    from switchyard.compile.steps.unit import Unit
+    from switchyard.contract import GateKind
+
+    result = validate_text(HEAD + "steps:\n  a: {type: agent, prompt: p}\n")
+    assert result.workflow is not None
+    block = Block(Names(), failing_steps=2)  # gate_kinds left empty: nothing foreseen
+    tail = Tail(Unit(result.workflow, "a", block), shared=True)
+    tail._open("budget", tail.shared_gate(GateKind.BUDGET))
+    assert "budget gate" in block.states
+    tail._open("human", tail.shared_gate(GateKind.HUMAN))
+    assert "budget gate" not in block.states
+    payload = block.states["operator gate"]["Parameters"]["Payload"]
+    assert payload["kind.$"] == "$.error.action" and "kind" not in payload
+    assert [rule["Next"] for rule in tail.opens] == ["operator gate"]

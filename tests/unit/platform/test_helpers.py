@@ -147,23 +147,21 @@ def test_a_budget_or_human_error_goes_to_its_gate_as_caught() -> None:
 
 
 def test_a_failure_handed_up_by_its_branch_reads_as_the_step_s_own() -> None:
-    """A Parallel branch's Fail carries the step's error name and cause (contract.errors
-    .BRANCH_FAILED); the tail outside reads them as if the step had failed in its block."""
+    """A Parallel branch's Fail carries the step's caught error as JSON text (contract.errors
+    .BRANCH_FAILED); the tail outside reads it as if the step had failed in its block."""
     raised = InvalidOutputError("not JSON", errors=["a"]).as_lambda_exception(attempt=2)
-    direct = caught({}, {"Error": "invalid_output", "Cause": lambda_cause(raised)})
-    handed = caught(
-        {"parks": False},
-        {
-            "Error": "switchyard.branch_failed:broken",
-            "Cause": f"invalid_output {lambda_cause(raised)}",
-        },
-    )
+    error = {"Error": "invalid_output", "Cause": lambda_cause(raised)}
+    direct = caught({}, error)
+    branch_failed = "switchyard.branch_failed:broken"
+    handed = caught({"parks": False}, {"Error": branch_failed, "Cause": json.dumps(error)})
     assert handed["steps"]["broken"] == direct["steps"]["broken"]
     assert handed["error"] == direct["error"]
-    timed_out = caught(
-        {}, {"Error": "switchyard.branch_failed:broken", "Cause": "States.Timeout null"}
-    )
-    assert timed_out["steps"]["broken"]["error"] == {"type": "timeout", "message": ""}
+    no_cause = caught({}, {"Error": branch_failed, "Cause": '{"Error":"States.Timeout"}'})
+    assert no_cause["steps"]["broken"]["error"] == {"type": "timeout", "message": ""}
+    # Cut at Step Functions' limit, the JSON text still names the error first.
+    cut = json.dumps(error)[:60]
+    truncated = caught({}, {"Error": branch_failed, "Cause": cut})
+    assert truncated["steps"]["broken"]["error"]["type"] == "invalid_output"
 
 
 def test_a_gate_s_last_timeout_is_its_on_timeout() -> None:

@@ -454,7 +454,7 @@ class Tail:
             "Comment": f"'{unit.step_id}' failed: the branch fails, and the failure tail outside "
             "it records the failure, sends the dead letter and fails the run",
             "Error": branch_failure(unit.step_id),
-            "CausePath": f"States.Format('{{}} {{}}', {record}.Error, {record}.Cause)",
+            "CausePath": f"States.JsonToString({record})",
         }
         name = self.names["handed up"] = self.block.add(unit.name("failed"), fails)
         outside = Unit(unit.workflow, unit.step_id, parent)
