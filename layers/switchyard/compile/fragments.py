@@ -54,6 +54,10 @@ class Exit:
     """A Choice rule whose `Next` this exit sets."""
     default: bool = False
     """The `Default` of a Choice state."""
+    routed: bool = False
+    """A rule or score router's exit, after the Pass that records `route`."""
+    route: str | None = None
+    """That route: the step the router chose (None: no step)."""
 
     def wire(self, target: str) -> None:
         if self.rule is not None:
@@ -74,6 +78,23 @@ class Exit:
 class Fragment:
     start: str
     exits: list[Exit] = field(default_factory=list)
+    router: str | None = None
+    """The rule or score router whose route exits `exits` are."""
+    chosen_by: Choosing | None = None
+    """The fragment's check asks only whether a router chose its step."""
+
+
+@dataclass
+class Choosing:
+    """A step whose check only asks whether `router` chose it. Right after that router, its
+    route Passes go straight to the step (`run`) or its skip, and the check is dropped."""
+
+    router: str
+    step: str
+    run: str
+    skip: str
+    check: str
+    block: Block
 
 
 @dataclass
@@ -136,6 +157,12 @@ def chain(*fragments: Fragment | None) -> Fragment | None:
     if not present:
         return None
     for current, following in itertools.pairwise(present):
+        decided = following.chosen_by
+        if decided is not None and current.router == decided.router:
+            for exit_ in current.exits:
+                exit_.wire(decided.run if exit_.route == decided.step else decided.skip)
+            del decided.block.states[decided.check]
+            continue
         for exit_ in current.exits:
             exit_.wire(following.start)
     return Fragment(present[0].start, present[-1].exits)

@@ -51,8 +51,27 @@ def test_branches_on_one_router_become_one_sequence_in_one_block() -> None:
     states = definition["States"]
     # The three steps share the machine's one tail; no branch has a tail of its own.
     assert sum(1 for name in states if name.startswith("on error")) == 1
-    assert states["fix:check"]["Default"] == "fix"
     assert states["review"]["Next"] == "publish:check"  # one branch after the other
+
+
+def test_the_routes_decide_the_step_right_after_the_router_without_a_check() -> None:
+    """`fix` waits on `triage` alone and follows it: each route Pass goes straight to `fix` or
+    to `fix:skip`. `publish`, further on, is reached from both and keeps its check."""
+    states = _compile(ROUTED)["States"]
+    assert "fix:check" not in states
+    assert states["triage:route to fix"]["Next"] == "fix"
+    assert states["triage:default route"]["Next"] == "fix:skip"
+    assert "publish:check" in states and "review:check" in states
+
+
+def test_a_loop_right_after_its_router_keeps_its_check() -> None:
+    """The dashboard draws a loop's edges from its check (its Task does not name `after`)."""
+    looped = ROUTED.replace(
+        "fix: {type: agent, after: [triage], prompt: p}",
+        "fix: {type: loop, after: [triage], max_iterations: 2, step: {type: agent, prompt: p}}",
+    )
+    states = _compile(looped)["States"]
+    assert states["triage:route to fix"]["Next"] == "fix:check"
 
 
 def test_a_branch_that_runs_whatever_the_router_chose_stays_side_by_side() -> None:

@@ -11,10 +11,19 @@ from graphlib import TopologicalSorter
 from typing import Any
 
 from switchyard.compile.choice import choice_rule, negate
-from switchyard.compile.fragments import Exit, Fragment, State
+from switchyard.compile.fragments import Choosing, Exit, Fragment, State
 from switchyard.compile.steps.unit import Unit
 from switchyard.conditions import parse_condition
-from switchyard.model import LlmRouter, OnError, RuleRouter, ScoreRouter, Workflow
+from switchyard.model import (
+    AgentStep,
+    HumanGateStep,
+    LlmRouter,
+    OnError,
+    RuleRouter,
+    ScoreRouter,
+    ToolStep,
+    Workflow,
+)
 
 Rule = dict[str, Any]
 
@@ -123,4 +132,21 @@ def guarded(unit: Unit, body: Fragment) -> Fragment:
         "Default": body.start,
     }
     check_name = unit.block.add(unit.name("check"), check)
-    return Fragment(check_name, [Exit(skip), *body.exits])
+    chosen_by = None
+    router = _only_router(unit)
+    if router is not None:
+        chosen_by = Choosing(router, unit.step_id, body.start, skip_name, check_name, unit.block)
+    return Fragment(check_name, [Exit(skip), *body.exits], chosen_by=chosen_by)
+
+
+def _only_router(unit: Unit) -> str | None:
+    """The rule or score router whose choice alone decides whether the step runs: its only
+    dependency, and it has no `when`. Only for steps whose Task names their `after` (agent, tool,
+    LLM router, human gate), from which the dashboard draws the step's edges without the check."""
+    step = unit.step
+    if step.when is not None or len(step.after) != 1:
+        return None
+    (dep,) = step.after
+    decides = isinstance(unit.workflow.steps[dep], RuleRouter | ScoreRouter)
+    named = isinstance(step, AgentStep | ToolStep | LlmRouter | HumanGateStep)
+    return dep if decides and named and unit.record_path == unit.step_record else None

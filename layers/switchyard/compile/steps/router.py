@@ -40,13 +40,13 @@ def rule_or_score_router(unit: Unit, router: RuleRouter | ScoreRouter) -> Fragme
     for rule, target, reason in options:
         taken = _route(unit, target, reason)
         choices.append({**rule, "Next": block.add(unit.name(f"route to {target}"), taken)})
-        exits.append(Exit(taken))
+        exits.append(Exit(taken, routed=True, route=target))
     default_reason = (
         "no rule matched" if isinstance(router, RuleRouter) else "below every threshold"
     )
     fallback = _route(unit, router.default, f"{default_reason}: default")
     fallback_name = block.add(unit.name("default route"), fallback)
-    exits.append(Exit(fallback))
+    exits.append(Exit(fallback, routed=True, route=router.default))
     decide: State = {
         "Type": "Choice",
         "Comment": f"'{unit.step_id}': picks the route by its "
@@ -54,7 +54,7 @@ def rule_or_score_router(unit: Unit, router: RuleRouter | ScoreRouter) -> Fragme
         "Choices": choices,
         "Default": fallback_name,
     }
-    return Fragment(block.add(unit.name(), decide), exits)
+    return Fragment(block.add(unit.name(), decide), exits, router=unit.step_id)
 
 
 def _route(unit: Unit, target: str | None, reason: str) -> State:
