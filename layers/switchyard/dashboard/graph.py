@@ -1,10 +1,13 @@
 """A run's DAG, read from the state machine it ran (the same ASL on AWS and locally), so that
 every run draws, whichever file or version started it.
 
-The compiler leaves three marks per step: a Task whose `Payload` carries `step_id` and the step's
-spec (type, `after`, model), a `<step>:check` Choice over the `$.steps.<dep>` records it depends
-on, and a `<step>:skip` Pass. Steps that are Choice or Map states themselves (rule routers, maps,
-loops) are found by the last two; their dependencies by the check's variables."""
+The compiler leaves these marks: a Task whose `Payload` carries `step_id` and the step's spec
+(type, `after`, model); a Map or Parallel whose `ResultPath` is the step's record
+`$.steps.<step>`; a rule router's Choice named as the step, its `Comment` starting `'<step>':`;
+and, where a step has a `when` or an uncertain dependency, a `<step>:check` Choice over the
+`$.steps.<dep>` records it depends on and a `<step>:skip` Pass. A step without a spec takes its
+dependencies from the check's variables, else from the `$.steps.<dep>` paths its own state
+reads."""
 
 from __future__ import annotations
 
@@ -17,8 +20,9 @@ from typing import Any
 
 _STEP_ID = re.compile(r"^[a-z][a-z0-9_]*$")
 _STEP_REF = re.compile(r"^\$\.steps\.([a-z][a-z0-9_]*)\.")
+_STEP_RECORD = re.compile(r"^\$\.steps\.([a-z][a-z0-9_]*)$")
 _MARKS = (":check", ":skip", ":first iteration", ":error", ":failed")
-_KIND_OF_STATE = {"Choice": "router", "Map": "map", "Parallel": "parallel"}
+_KIND_OF_STATE = {"Choice": "router", "Map": "map", "Parallel": "parallel", "Task": "sub_workflow"}
 
 
 @dataclass
@@ -67,6 +71,35 @@ def _refs(value: Any) -> Iterator[str]:
             yield from _refs(item)
 
 
+def _paths(value: Any) -> Iterator[str]:
+    """The steps whose records a state reads anywhere in its fields (`$.steps.<step>.…`)."""
+    if isinstance(value, str):
+        match = _STEP_REF.match(value)
+        if match:
+            yield match.group(1)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key not in ("Catch", "Retry", "Next", "Default", "ResultPath"):
+                yield from _paths(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _paths(item)
+
+
+def _own_step(name: str, state: dict[str, Any]) -> str | None:
+    """The step a Map, Parallel, sub-workflow's Task or rule router's Choice is, by the
+    compiler's marks (a Task of any other step carries its spec, read before this)."""
+    kind = state.get("Type")
+    if kind in ("Map", "Parallel", "Task"):
+        match = _STEP_RECORD.match(str(state.get("ResultPath") or ""))
+        return match.group(1) if match else None
+    if kind == "Choice" and _STEP_ID.match(name):
+        comment = state.get("Comment")
+        if isinstance(comment, str) and comment.startswith(f"'{name}':"):
+            return name
+    return None
+
+
 def _payload(state: dict[str, Any]) -> dict[str, Any] | None:
     parameters = state.get("Parameters")
     if not isinstance(parameters, dict):
@@ -97,6 +130,7 @@ def _graph_of(definition: str) -> tuple[tuple[Node, ...], dict[str, Any] | None]
         return (), None
     nodes: dict[str, Node] = {}
     checks: dict[str, list[str]] = {}
+    reads: dict[str, list[str]] = {}
     budget: dict[str, Any] | None = None
     states = list(_states(machine.get("States") or {}))
     for name, state in states:
@@ -107,6 +141,12 @@ def _graph_of(definition: str) -> tuple[tuple[Node, ...], dict[str, Any] | None]
             workflow = payload.get("workflow")
             if budget is None and isinstance(workflow, dict):
                 budget = workflow.get("budget") if isinstance(workflow.get("budget"), dict) else {}
+            continue
+        own = _own_step(name, state)
+        if own is not None:
+            node = nodes.setdefault(own, Node(own))
+            node.kind = _KIND_OF_STATE[str(state["Type"])]
+            reads[own] = [dep for dep in dict.fromkeys(_paths(state)) if dep != own]
             continue
         head, mark, _ = name.partition(":")
         if mark and _STEP_ID.match(head) and any(name == head + m for m in _MARKS):
@@ -119,6 +159,8 @@ def _graph_of(definition: str) -> tuple[tuple[Node, ...], dict[str, Any] | None]
             node.kind = _KIND_OF_STATE[kinds[step_id]]
         if not node.after and step_id in checks:
             node.after = [dep for dep in checks[step_id] if dep != step_id]
+        elif not node.after and step_id in reads:
+            node.after = reads[step_id]
     for node in nodes.values():
         node.after = [dep for dep in node.after if dep in nodes]
     return tuple(nodes.values()), budget
