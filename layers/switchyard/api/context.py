@@ -1,6 +1,7 @@
 """What every handler gets: the engine (runs start and decisions reach runs through its
 coordinator), a connection pool for reads, the installed workflows, the directory that
-request-named model scripts are read from, and the health check `/healthz` answers with."""
+request-named model scripts are read from, the health check `/healthz` answers with, and what the
+operators' routes act through (`operations`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from switchyard.api.catalog import WorkflowCatalog
 from switchyard.api.scripts import ScriptDirectory
 from switchyard.engine.engine import Engine
 from switchyard.local.engine_client import EngineCommands
+from switchyard.local.run_actions import EngineRuns, RunOperations
 
 Health = Callable[[], bool]
 """True while the engine can commit; `/healthz` answers 503 while it is False."""
@@ -28,9 +30,11 @@ class ApiContext:
     health: Health | None = None
     """None: `/healthz` checks that the API's pool reaches the database."""
     commands: EngineCommands = field(init=False)
+    operations: RunOperations = field(init=False)
 
     def __post_init__(self) -> None:
         self.commands = EngineCommands(self.engine)
+        self.operations = RunOperations(self.pool, self.commands, EngineRuns(self.pool))
 
     def healthy(self) -> bool:
         if self.health is not None:

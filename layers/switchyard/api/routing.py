@@ -1,6 +1,6 @@
-"""What the routes of every router share: the context dependency, path and query parameter
-types whose schemas say exactly what is accepted, the error answers each route documents, and
-`PUBLIC`, which serves a route without the API token.
+"""What the routes of every router share: the context dependency, path, header and body
+parameter types whose schemas say exactly what is accepted, the error answers each route
+documents, and `PUBLIC`, which serves a route without the API token.
 
 A router of another feature (the approval pages, the dashboard, webhooks) is a FastAPI
 `APIRouter` whose handlers take `Context`; `create_app(..., routers=[router])` mounts it
@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Header, Path, Request
 
+from switchyard.api.messages import read_json
 from switchyard.api.models import ErrorAnswer
 
 if TYPE_CHECKING:
@@ -37,6 +38,21 @@ RunId = Annotated[
 ]
 WorkflowName = Annotated[str, Path(pattern=STORABLE, description="An installed workflow's name.")]
 StepId = Annotated[str, Path(pattern=STORABLE, description="The step id of the gate.")]
+Body = Annotated[Any, Depends(read_json)]
+"""The request's JSON body (`NO_BODY` when there is none)."""
+
+REVIEWER_HEADER = "X-Switchyard-User"
+MISSING_REVIEWER = f"say who decides with the {REVIEWER_HEADER} header"
+Reviewer = Annotated[
+    str,
+    Header(
+        alias=REVIEWER_HEADER,
+        pattern=r"\S",
+        description="Who decides: recorded on the gate and checked against its role.",
+    ),
+]
+"""Required: a request without it (or with only spaces) is `400 missing_reviewer` (the
+validation handler of `switchyard.api.answers` names it so)."""
 
 
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -1,10 +1,10 @@
-"""Runs: start one, list them, show one, cancel one.
+"""Runs: start one, list them, show one (cancelling one is an operator's route:
+`switchyard.api.operators`).
 
     POST /workflows/{name}/runs      body: the run's input (a JSON object); 201, or 200 when an
                                      `Idempotency-Key` names a run already started with this body
     GET  /runs?status=&workflow=&limit=
     GET  /runs/{run_id}              the `switchyard run --json` shape (docs/cli.md)
-    POST /runs/{run_id}/cancel       body: {"note"?}
 
 An `Idempotency-Key` header becomes the run's id (the execution name), so the key of a request
 sent twice names one run. Keys are global, not per workflow: a run id names one run.
@@ -18,7 +18,7 @@ import secrets
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response
 from pydantic import BeforeValidator, Field
 
@@ -28,34 +28,29 @@ from switchyard.api.errors import (
     ApiError,
     BadRequestError,
     ConflictError,
-    ForbiddenError,
     NotFoundError,
 )
 from switchyard.api.messages import (
     NO_BODY,
-    body_model,
     check_path_value,
     check_query,
     json_response,
     json_type,
-    read_json,
 )
 from switchyard.api.models import (
     NO_NUL,
     RUN_INPUT_SCHEMA,
-    CancelBody,
-    Cancelled,
     RunList,
     RunStarted,
     RunStatus,
     RunView,
 )
-from switchyard.api.routing import Context, RunId, WorkflowName, errors
+from switchyard.api.operators import run_link
+from switchyard.api.routing import Body, Context, RunId, WorkflowName, errors
 from switchyard.api.scripts import ScriptRefusedError
 from switchyard.api.workflows import Version, find_workflow
 from switchyard.constants import API_KEY_ENV, LLM_SCRIPT_ENV
 from switchyard.engine import errors as engine_errors
-from switchyard.gates import GateForbiddenError
 from switchyard.local.model_access import has_model_credentials, needs_model
 from switchyard.local.report import (
     AmbiguousRunError,
@@ -64,24 +59,17 @@ from switchyard.local.report import (
     list_runs,
     run_view,
 )
-from switchyard.local.run_actions import RunEndedError, RunRef, cancel_run, locate_run
 from switchyard.platform.run_start import InvalidRunInputError, check_inputs
 from switchyard.runtime.providers import load_script
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 LLM_SCRIPT_HEADER = "X-Switchyard-LLM-Script"
-REVIEWER_HEADER = "X-Switchyard-User"
 MAX_LIST = 500
 RUN_ID_PATTERN = r"^[0-9A-Za-z_-]{1,80}$"
 """A Step Functions execution name, as an Idempotency-Key must be."""
 _RUN_ID = re.compile(RUN_ID_PATTERN)
 
 router = APIRouter(tags=["runs"])
-Body = Annotated[Any, Depends(read_json)]
-
-
-def run_link(run_id: str) -> str:
-    return f"/runs/{run_id}"
 
 
 def new_run_id() -> str:
@@ -250,14 +238,6 @@ def _script(api: ApiContext, name: str) -> dict[str, Any]:
 # --- GET /runs, GET /runs/{run_id} ------------------------------------------------------------
 
 
-def execution_status(api: ApiContext, execution_id: int) -> str | None:
-    with api.pool.connection() as conn:
-        row = conn.execute(
-            "SELECT status FROM workflow_runs WHERE execution_id = %s", (execution_id,)
-        ).fetchone()
-    return str(row[0]) if row else None
-
-
 @router.get("/runs", response_model=RunList, responses=errors(400, 401, 503))
 def get_runs(
     api: Context,
@@ -299,59 +279,7 @@ def get_run(api: Context, request: Request, run_id: RunId) -> Response:
     return json_response(200, view.data)
 
 
-def locate(api: ApiContext, run_id: str) -> RunRef:
-    """The run of a `/runs/{run_id}` path; 404 when there is none."""
-    check_path_value("run id", run_id)
-    with api.pool.connection() as conn:
-        try:
-            return locate_run(conn, run_id)
-        except RunNotFoundError as exc:
-            raise _not_found(run_id, exc) from None
-
-
 def _not_found(run_id: str, error: RunNotFoundError) -> ApiError:
     if isinstance(error, AmbiguousRunError):
         return ConflictError(str(error), code="ambiguous_run_id")
     return NotFoundError(f"no run {run_id!r} (GET /runs lists the runs)", code="run_not_found")
-
-
-# --- POST /runs/{run_id}/cancel -----------------------------------------------------------------
-
-
-@router.post(
-    "/runs/{run_id}/cancel",
-    response_model=Cancelled,
-    responses=errors(400, 401, 403, 404, 409, 413, 415, 503),
-    openapi_extra={
-        "requestBody": {"content": {"application/json": {"schema": CancelBody.model_json_schema()}}}
-    },
-)
-def cancel(
-    api: Context,
-    request: Request,
-    run_id: RunId,
-    body: Body,
-    user: Annotated[
-        str | None,
-        Header(alias=REVIEWER_HEADER, description="Who cancels (required for operators)."),
-    ] = None,
-) -> Response:
-    """Stop a run that has not ended."""
-    check_query(request, ())
-    note = body_model(CancelBody, body).note
-    run = locate(api, run_id)
-    cause = note or (f"cancelled by {user}" if user else "cancelled through the REST API")
-    try:
-        cancel_run(run, pool=api.pool, callbacks=api.commands, note=cause, reviewer=user)
-    except RunEndedError as exc:
-        raise ConflictError(str(exc), code="run_ended") from None
-    except GateForbiddenError as exc:
-        raise ForbiddenError(str(exc)) from None
-    return json_response(
-        200,
-        {
-            "run_id": run.run_id,
-            "status": execution_status(api, run.execution_id) or "cancelled",
-            "links": {"self": run_link(run.run_id)},
-        },
-    )

@@ -1,5 +1,6 @@
 """Raising a paused run's budget before it resumes (`switchyard resume --raise-budget`, the REST
-API's `raise_budget_usd`), in the PostgreSQL ledger of the local engine.
+API's `raise_budget_usd`): in the PostgreSQL ledger of the local engine (`raise_budget`), or
+through any `BudgetLedger` (`raise_budget_in`: the DynamoDB ledger, for approval_api on AWS).
 
 The scope raised is the one that refused the step, as its budget gate recorded it: the run's own
 scope, an enclosing run's (a sub-workflow spent what its parent had), a step's, a map's or the
@@ -17,6 +18,10 @@ from typing import Any
 import psycopg
 
 from switchyard.runtime.models_catalog import to_micros
+from switchyard.stores.budget.ledger import BudgetLedger, Scope, ScopeKind
+
+SCOPE_KINDS: dict[str, ScopeKind] = {"run": "run", "step": "step", "tenant_day": "tenant_day"}
+"""A scope key's kind (`run:<id>`, `step:...`, `tenant_day:...`), as a ledger's `Scope`."""
 
 
 @dataclass(frozen=True)
@@ -31,13 +36,14 @@ def raise_budget(
     conn: psycopg.Connection[Any],
     *,
     run_id: str,
-    execution_id: int,
+    execution_id: int | None,
     usd: float,
     refusal: Mapping[str, Any] | None,
 ) -> BudgetRaise:
     """Add `usd` to the money limit of the scope that refused the run (`refusal`: the budget
     gate's error detail, `{message, scope, limit_micros}`); the run's own scope when the gate
-    does not say."""
+    does not say. `execution_id`: the local engine's execution, whose definition holds the
+    run's budget should the gate not say the limit."""
     more = to_micros(str(usd))
     own = f"run:{run_id}"
     scope = str(refusal["scope"]) if refusal and refusal.get("scope") else own
@@ -56,7 +62,7 @@ def raise_budget(
     # nothing): write it with its limit plus the raise; the ledger keeps it when the step
     # reserves again.
     limit = _refused_limit(refusal)
-    if limit is None and scope == own:
+    if limit is None and scope == own and execution_id is not None:
         limit = _run_limit(conn, execution_id)
     if limit is None:
         return BudgetRaise(None, f"the run has no money budget; nothing to raise ({scope})")
@@ -67,6 +73,29 @@ def raise_budget(
         (scope, limit + more, more),
     )
     return BudgetRaise(scope)
+
+
+def raise_budget_in(
+    ledger: BudgetLedger, *, run_id: str, usd: float, refusal: Mapping[str, Any] | None
+) -> BudgetRaise:
+    """`raise_budget` through a ledger's own `totals` and `set_limit`: the scope's limit, else
+    the limit the refusal recorded, plus `usd`. Two raises of one scope at the same moment may
+    count once (the ledger has no atomic raise); each answer says what was raised."""
+    more = to_micros(str(usd))
+    key = str(refusal["scope"]) if refusal and refusal.get("scope") else f"run:{run_id}"
+    if refusal and refusal.get("scope") and "limit_micros" not in refusal:
+        return BudgetRaise(None, f"money does not lift this refusal: {refusal.get('message')}")
+    kind, _, name = key.partition(":")
+    if kind not in SCOPE_KINDS or not name:
+        return BudgetRaise(None, f"the gate names no budget scope a raise can lift ({key})")
+    scope = Scope(SCOPE_KINDS[kind], name)
+    limit = ledger.totals(scope).limit_micros
+    if limit is None:
+        limit = _refused_limit(refusal)
+    if limit is None:
+        return BudgetRaise(None, f"the run has no money budget; nothing to raise ({key})")
+    ledger.set_limit(scope, limit + more)
+    return BudgetRaise(key)
 
 
 def _refused_limit(refusal: Mapping[str, Any] | None) -> int | None:

@@ -1,15 +1,19 @@
-"""What a person does to a run on the local engine: decide its open gate, resume it when paused
-(raising its budget first), cancel it. `switchyard approve|reject|resume|cancel` and the REST API
-both call these; each names the run by its id (the execution name) or its execution ARN.
+"""What a person does to a run: decide its open gate, resume it when paused (raising its budget
+first), cancel it. `switchyard approve|reject|resume|cancel`, the REST API and, on AWS,
+approval_api's operator routes call these; each names the run by its id (the execution name) or
+its execution ARN.
 
 The caller gives the engine to talk to (`callbacks`) only once the run and its gate are found, so
-a command about a run that does not exist starts no engine.
+a command about a run that does not exist starts no engine. Where runs are found differs: the
+local engine's records (`EngineRuns`), or on AWS the gates and Step Functions
+(`switchyard.approvals.executions`); `RunOperations` bundles what the routes act through. Nothing
+here needs the engine itself, so this module loads on Lambda.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import psycopg
 from psycopg_pool import ConnectionPool
@@ -25,8 +29,9 @@ from switchyard.gates import (
     TaskCallbacks,
     decide,
 )
-from switchyard.local.budget_raise import BudgetRaise, raise_budget
-from switchyard.local.report import find_run
+from switchyard.local.budget_raise import BudgetRaise, raise_budget, raise_budget_in
+from switchyard.local.report import AmbiguousRunError, RunNotFoundError, find_run
+from switchyard.stores.budget.ledger import BudgetLedger
 from switchyard.stores.tool_calls import PostgresDecisionStore
 
 FINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled", "timed_out"})
@@ -50,11 +55,57 @@ class RunEndedError(ValueError):
 
 @dataclass(frozen=True)
 class RunRef:
-    execution_id: int
+    execution_id: int | None
+    """The local engine's id of the execution; None for a run on AWS."""
     execution_arn: str
     run_id: str
     workflow: str
     status: str
+
+
+class RunDirectory(Protocol):
+    """Where a run is found by its id or execution ARN, and what its status is now."""
+
+    def locate(self, run: str) -> RunRef:
+        """The run; RunNotFoundError (AmbiguousRunError) when there is none (several)."""
+        ...
+
+    def status(self, run: RunRef) -> str | None: ...
+
+
+class EngineRuns:
+    """The runs of the local engine, from its records (workflow_runs)."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self._pool = pool
+
+    def locate(self, run: str) -> RunRef:
+        with self._pool.connection() as conn:
+            try:
+                return locate_run(conn, run)
+            except AmbiguousRunError:
+                raise
+            except RunNotFoundError:
+                raise RunNotFoundError(f"no run {run!r} (GET /runs lists the runs)") from None
+
+    def status(self, run: RunRef) -> str | None:
+        with self._pool.connection() as conn:
+            row = conn.execute(
+                "SELECT status FROM workflow_runs WHERE execution_id = %s", (run.execution_id,)
+            ).fetchone()
+        return str(row[0]) if row else None
+
+
+@dataclass(frozen=True)
+class RunOperations:
+    """What the operators' routes act through: the gates' database, the engine's task-token and
+    stop calls, where runs are found, and the ledger a resume raises a budget in (None: the local
+    engine's PostgreSQL ledger, through `raise_budget`)."""
+
+    pool: ConnectionPool
+    callbacks: TaskCallbacks
+    runs: RunDirectory
+    ledger: BudgetLedger | None = None
 
 
 def locate_run(conn: psycopg.Connection[Any], run: str) -> RunRef:
@@ -116,16 +167,21 @@ def resume_run(
     raise_budget_usd: float | None = None,
     note: str | None = None,
     roles: Roles | None = None,
+    ledger: BudgetLedger | None = None,
 ) -> BudgetRaise | None:
     """Resume a paused run at `gate` (the paused step runs again), raising by `raise_budget_usd`
-    first the budget that refused it (`local/budget_raise.py`); what the raise did, None when
-    none was asked for."""
+    first the budget that refused it (`local/budget_raise.py`: in `ledger` when given, else in the
+    local engine's PostgreSQL ledger); what the raise did, None when none was asked for."""
     roles = roles if roles is not None else Roles.from_env()
     refusal = roles.refusal(gate.assignee, reviewer)
     if refusal:  # before the budget changes
         raise GateForbiddenError(refusal)
     raised = None
-    if raise_budget_usd:
+    if raise_budget_usd and ledger is not None:
+        raised = raise_budget_in(
+            ledger, run_id=run.run_id, usd=raise_budget_usd, refusal=refusal_of(gate)
+        )
+    elif raise_budget_usd:
         with pool.connection() as conn:
             raised = raise_budget(
                 conn,
