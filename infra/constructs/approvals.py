@@ -3,10 +3,14 @@ signing key and Slack secrets, the people, and what approval_notify needs to sen
 
 - `GET|POST /approvals/{token}` and `POST /slack/interactions` are public at the gateway: the
   signed link and Slack's v0 signature are their authentication (the function refuses anything
-  else); `GET /approvals` (operators: open gates and their links) needs IAM.
+  else); the operators' routes need IAM: `GET /approvals` (open gates and their links) and the
+  REST API's decide, resume and cancel routes (`switchyard.api.operators`, the one definition
+  both places serve).
 - approval_api may call `states:SendTaskSuccess|SendTaskFailure` on the workflows' machines only
-  (a decision approves or rejects; nothing sends heartbeats), and read the signing key, the Slack
-  secret and the database secret.
+  (a decision approves, rejects or resumes; nothing sends heartbeats),
+  `states:DescribeExecution|StopExecution` on their executions only, read and raise budgets in
+  the budget table (`dynamodb:GetItem|UpdateItem`), and read the signing key, the Slack secret
+  and the database secret.
 - approval_notify and approval_api send e-mail through SES as the configured sender only.
 
 Context: `switchyard:roles` (the people, `SWITCHYARD_ROLES`'s JSON, or the name of a JSON or
@@ -37,10 +41,12 @@ from infra.constructs.functions import Functions
 from infra.constructs.state_store import StateStore
 from infra.nag import acknowledge, acknowledge_resource
 from infra.names import machine_name
+from switchyard.api import operators
 from switchyard.approvals.people import People, PeopleError
 from switchyard.constants import (
     APPROVAL_API_FUNCTION,
     APPROVAL_SIGNING_SECRET_ENV,
+    BUDGET_TABLE_ENV,
     EMAIL_FROM_ENV,
     PUBLIC_URL_ENV,
     ROLES_ENV,
@@ -50,12 +56,22 @@ from switchyard.constants import (
 
 SIGNING_KEY_ID = "k1"
 PUBLIC_ROUTES = ("GET /approvals/{token}", "POST /approvals/{token}", "POST /slack/interactions")
-OPERATOR_ROUTES = ("GET /approvals",)
+OPERATOR_ROUTES = ("GET /approvals", *operators.route_keys())
+"""IAM-authorized: `GET /approvals` and the REST API's decide, resume and cancel routes."""
 TASK_TOKEN_ACTIONS = ["states:SendTaskSuccess", "states:SendTaskFailure"]
 """What `switchyard.gates.callbacks` calls; no gate has a `HeartbeatSeconds`, so no heartbeat."""
-MAX_LISTED_MACHINES = 60
-"""Up to this many, the task-token policy lists each machine; past it (the policy would near
-IAM's size limit) it names them by the stack's machine-name prefix."""
+EXECUTION_ACTIONS = ["states:DescribeExecution", "states:StopExecution"]
+"""An operator's cancel: StopExecution, and DescribeExecution to refuse a run that has ended (its
+StopExecution would succeed and change nothing) and to answer the status."""
+BUDGET_ACTIONS = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
+"""A resume's budget raise: the scope's totals, then its new limit (`BudgetLedger.set_limit`)."""
+MAX_LISTED_CHARACTERS = 5000
+"""The most characters of ARNs the task-token statement lists, one per machine (the execution
+statement lists as many again); past it both name the machines by the stack's machine-name
+prefix. One statement must fit in one policy: CDK moves what passes a role's inline size into
+managed policies of at most 6,144 characters each."""
+ARN_CHARACTERS = len('"arn:aws-us-gov:states:ap-southeast-2:123456789012:stateMachine:",')
+"""A machine's ARN in a policy without its name, at its longest."""
 MAX_ROLES_JSON = 3000
 """Characters: Lambda's environment holds 4 KB in all."""
 
@@ -157,6 +173,7 @@ class Approvals(Construct):
             PUBLIC_URL_ENV: api.url,
             APPROVAL_SIGNING_SECRET_ENV: self.signing_key.secret_arn,
         }
+        operator_environment = {BUDGET_TABLE_ENV: store.budget_table.table_name}
         if config.roles_json:
             environment[ROLES_ENV] = config.roles_json
         if self.slack_secret is not None:
@@ -165,7 +182,9 @@ class Approvals(Construct):
         if address:
             environment[SES_IDENTITY_ENV] = address
             environment[EMAIL_FROM_ENV] = str(config.sender)
-        self.function = functions.function(APPROVAL_API_FUNCTION, environment=environment)
+        self.function = functions.function(
+            APPROVAL_API_FUNCTION, environment={**environment, **operator_environment}
+        )
         notify = functions.by_name["approval_notify"]
         for name, value in environment.items():
             notify.add_environment(name, value)
@@ -173,7 +192,10 @@ class Approvals(Construct):
             self._grant_secrets(function)
             if address:
                 self._grant_ses(function, address)
-        self._grant_task_tokens(settings, machines)
+        self._grant_machines(settings, machines)
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(actions=BUDGET_ACTIONS, resources=[store.budget_table.table_arn])
+        )
         self._routes(api)
         CfnOutput(self, "SigningKeySecretArn", value=self.signing_key.secret_arn)
         if self.slack_secret is not None:
@@ -201,24 +223,40 @@ class Approvals(Construct):
             )
         )
 
-    def _grant_task_tokens(self, settings: Settings, machines: Sequence[str]) -> None:
-        stack = Stack.of(self)
-        base = f"arn:{stack.partition}:states:{stack.region}:{stack.account}:stateMachine:"
-        if len(machines) <= MAX_LISTED_MACHINES:
-            resources = [base + machine_name(settings, name) for name in sorted(machines)]
-        else:
-            resources = [f"{base}{settings.stack_name}-*"]
-            acknowledge_resource(
-                self.function.role or self.function,
-                resources[0],
-                "the task-token actions on this stack's machines, named by their fixed prefix: "
-                f"past {MAX_LISTED_MACHINES} machines a list would near IAM's policy size limit",
-            )
-        if not resources:
+    def _grant_machines(self, settings: Settings, machines: Sequence[str]) -> None:
+        """The task-token actions on the workflows' machines, the execution actions on their
+        executions: each named, or all by the stack's prefix past `MAX_LISTED_CHARACTERS`."""
+        if not machines:
             return
+        stack = Stack.of(self)
+        base = f"arn:{stack.partition}:states:{stack.region}:{stack.account}"
+        names = [machine_name(settings, name) for name in sorted(machines)]
+        listed = sum(ARN_CHARACTERS + len(n) for n in names) <= MAX_LISTED_CHARACTERS
+        if not listed:
+            names = [f"{settings.stack_name}-*"]
+            reason = (
+                "the workflows' machines, named by their fixed prefix: a list of "
+                f"{len(machines)} machines would not fit in one IAM policy"
+            )
+            for resource in (f"{base}:stateMachine:{names[0]}", f"{base}:execution:{names[0]}:*"):
+                acknowledge_resource(self.function.role or self.function, resource, reason)
         self.function.add_to_role_policy(
-            iam.PolicyStatement(actions=TASK_TOKEN_ACTIONS, resources=resources)
+            iam.PolicyStatement(
+                actions=TASK_TOKEN_ACTIONS, resources=[f"{base}:stateMachine:{n}" for n in names]
+            )
         )
+        executions = [f"{base}:execution:{n}:*" for n in names]
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(actions=EXECUTION_ACTIONS, resources=executions)
+        )
+        if listed:
+            for resource in executions:
+                acknowledge_resource(
+                    self.function.role or self.function,
+                    resource,
+                    "the executions of one of the workflows' machines (an operator's cancel "
+                    "names a run, whose execution ARN ends in its id)",
+                )
 
     def _routes(self, api: Api) -> None:
         stack = Stack.of(self)

@@ -22,6 +22,7 @@ from moto.backends import get_backend
 
 from switchyard.constants import (
     APPROVAL_SIGNING_SECRET_ENV,
+    BUDGET_TABLE_ENV,
     DATABASE_URL_ENV,
     PUBLIC_URL_ENV,
     ROLES_ENV,
@@ -50,6 +51,8 @@ SENDER = "approvals@example.com"
 PEOPLE = {"lead": [{"name": "dana", "email": "dana@example.com"}]}
 FORM = {"content-type": "application/x-www-form-urlencoded"}
 LINK = re.compile(re.escape(PUBLIC) + r"/approvals/[A-Za-z0-9_.-]+")
+BUDGET_TABLE = "switchyard-budgets"
+"""The budget ledger's table (moto's, created by the tests that raise a budget)."""
 
 
 class DeployedFunctions(ScriptedFunctions):
@@ -75,6 +78,7 @@ def aws_environment(pg_conninfo: str, monkeypatch: pytest.MonkeyPatch) -> Iterat
     monkeypatch.setenv(ROLES_ENV, json.dumps(PEOPLE))
     monkeypatch.setenv(PUBLIC_URL_ENV, PUBLIC)
     monkeypatch.setenv(SES_IDENTITY_ENV, SENDER)
+    monkeypatch.setenv(BUDGET_TABLE_ENV, BUDGET_TABLE)
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")

@@ -380,8 +380,24 @@ GATE_ANSWERERS = {
     "dashboard_api": {"states:SendTaskSuccess", "states:SendTaskFailure"},
 }
 """Functions that answer the gates' tokens, and which of those calls are theirs: a link, a
-Slack click or the dashboard's Approve/Reject approves or rejects (`switchyard.gates.decide`),
-never cancels (a cancel's StopExecution is an operator's, through the CLI or the REST API)."""
+Slack click, an operator's route (approval_api) or the dashboard's Approve/Reject approves,
+rejects or resumes (`switchyard.gates.decide`); a cancel's StopExecution is an operator's
+(`RUN_OPERATIONS`)."""
+RUN_OPERATIONS = (
+    "layers/switchyard/gates/callbacks.py::Boto3Callbacks.stop",
+    "layers/switchyard/approvals/executions.py",
+)
+"""The code of an operator's cancel on AWS: StopExecution and DescribeExecution of a run."""
+RUN_OPERATORS = {"approval_api"}
+"""Functions that serve the operators' routes: they act on the executions of every workflow."""
+BUDGET_RAISERS = {
+    "approval_api": tuple(
+        f"layers/switchyard/stores/budget/dynamodb.py::DynamoDBBudgetLedger.{method}"
+        for method in ("totals", "set_limit", "_get")
+    )
+}
+"""Functions whose code only raises a scope's limit (`raise_budget_in`: `BudgetLedger.totals`
+and `set_limit`): of the budget ledger's calls, only these are theirs."""
 
 
 def gate_machines(synthesized: Synthesized, values: AwsValues) -> set[str]:
@@ -428,16 +444,22 @@ def request_context(variables: Mapping[str, str]) -> Context:
 
 
 def _source(module: str) -> str:
-    file, _, cls = module.partition("::")
+    """A file's source, or one class's (`path::Class`), or one method's (`path::Class.method`)."""
+    file, _, name = module.partition("::")
     path = (
         POWERTOOLS / file.removeprefix("powertools:")
         if file.startswith("powertools:")
         else REPO / file
     )
     text = path.read_text()
-    if not cls:
+    if not name:
         return text
+    cls, _, method = name.partition(".")
     (node,) = [n for n in ast.parse(text).body if isinstance(n, ast.ClassDef) and n.name == cls]
+    if method:
+        (node,) = [
+            n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == method
+        ]  # fmt: skip
     return ast.get_source_segment(text, node) or ""
 
 
@@ -470,6 +492,11 @@ def function_needs(
     arns = Arns(values.region, values.account)
     found = {}
     answered = gate_machines(synthesized, values)
+    executions = {
+        arns("states", f"execution:{machine.name}:{ANY_NAME}")
+        for machine in deployed_machines(synthesized)
+        if machine.properties.get("StateMachineType", "STANDARD") == "STANDARD"
+    }
     for stack, template in synthesized.templates.items():
         for logical_id, resource in template["Resources"].items():
             if resource["Type"] != "AWS::Lambda::Function":
@@ -489,6 +516,9 @@ def function_needs(
                 reader = OUTPUT_READERS.get(tags["switchyard:function"])
                 if variable == OUTPUT_BUCKET_ENV and reader is not None:
                     actions = {reader} & actions
+                raiser = BUDGET_RAISERS.get(tags["switchyard:function"])
+                if variable == BUDGET_TABLE_ENV and raiser is not None:
+                    actions = code_actions(used.service, raiser)
                 needs |= {(a, arn) for a in actions}
                 needs |= kms_needs(synthesized, values, stack, variables[variable], actions)
             answers = GATE_ANSWERERS.get(tags["switchyard:function"])
@@ -496,6 +526,9 @@ def function_needs(
                 actions = code_actions("stepfunctions", GATE_ANSWERS) & answers
                 assert actions == answers, f"{GATE_ANSWERS} no longer calls {answers - actions}"
                 needs |= {(a, machine) for a in actions for machine in answered}
+            if tags["switchyard:function"] in RUN_OPERATORS:
+                actions = code_actions("stepfunctions", RUN_OPERATIONS)
+                needs |= {(a, execution) for a in actions for execution in executions}
             found[(stack, logical_id)] = (tags["switchyard:function"], needs)
     return found
 
@@ -721,8 +754,12 @@ def test_approval_apis_calls_are_derived_and_its_sender_condition_is_evaluated(
         "ses:SendEmail",
         "states:SendTaskSuccess",
         "states:SendTaskFailure",
+        "states:StopExecution",
+        "states:DescribeExecution",
+        "dynamodb:GetItem",
+        "dynamodb:UpdateItem",
     } <= actions
-    assert "states:StopExecution" not in actions
+    assert "dynamodb:TransactWriteItems" not in actions  # a raise reserves nothing
     context = function_contexts(configured, values)[(stack, logical_id)]
     assert context == {"ses:FromAddress": "noreply@example.com"}
     role = policies.role_of(
@@ -736,3 +773,13 @@ def test_approval_apis_calls_are_derived_and_its_sender_condition_is_evaluated(
     assert not policies.allows(role, "ses:SendEmail", identity, {"ses:FromAddress": None})
     with pytest.raises(AssertionError, match="cannot evaluate the condition"):
         policies.allows(role, "ses:SendEmail", identity)
+    # An operator's cancel reaches the workflows' executions, and nothing else.
+    arns = Arns(values.region, values.account)
+    own = arns("states", f"execution:Switchyard-tool-showcase:{ANY_NAME}")
+    assert policies.allows(role, "states:StopExecution", own)
+    assert policies.allows(role, "states:DescribeExecution", own)
+    for other in ("execution:Other-tool-showcase:", "execution:Switchyard-tool-showcase-2:"):
+        assert not policies.allows(role, "states:StopExecution", arns("states", other + ANY_NAME))
+    machine = arns("states", "stateMachine:Switchyard-tool-showcase")
+    assert not policies.allows(role, "states:StopExecution", machine)
+    assert not policies.allows(role, "states:StartExecution", machine)
