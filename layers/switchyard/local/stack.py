@@ -20,7 +20,8 @@ from switchyard.constants import PUBLIC_URL_ENV
 
 def approvals(public_url: str | None) -> Feature:
     """`/approvals/<token>`, `GET /approvals` and `/slack/interactions`; links are based on
-    `public_url`, else on the server's own URL. Link paths are kept out of the access log."""
+    `public_url`, else on the server's own URL. Link paths are kept out of the access log and
+    out of the API's."""
 
     def mount(app: FastAPI, context: ApiContext, url: str) -> None:
         from switchyard.approvals import ApprovalSettings, LinkPathFilter, build_approvals_router
@@ -31,7 +32,8 @@ def approvals(public_url: str | None) -> Feature:
         app.include_router(
             build_approvals_router(context.pool, EngineCommands(context.engine), settings=settings)
         )
-        logging.getLogger("uvicorn.access").addFilter(LinkPathFilter())
+        for name in ("uvicorn.access", "switchyard.api"):  # the API logs failed requests' paths
+            logging.getLogger(name).addFilter(LinkPathFilter())
 
     return mount
 
