@@ -285,3 +285,29 @@ def test_the_handler_serves_exactly_the_routes_the_stack_routes_to_it(
     }
     assert set(served) == {*PUBLIC_ROUTES, *OPERATOR_ROUTES}
     assert {key for key, public in served.items() if public} == set(PUBLIC_ROUTES)
+
+
+def test_a_paused_machine_is_resumed_through_its_link_as_a_gate_is_decided(
+    corpus: Synthesized,
+    scenarios: dict[str, Scenario],
+    aws_environment: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pause is linked like a gate: `GET /approvals` lists it with each operator's link, the
+    link's page offers Resume and Cancel, and its POST releases the machine."""
+    scenario = scenarios["on-error-pause-resume"]
+    with parked(corpus, scenario, monkeypatch, "link-resume") as (sfn, execution):
+        listed = call_api(http_event("GET", "/approvals"))
+        approvals = json.loads(listed["body"])["approvals"]
+        (pause,) = [a for a in approvals if a["run_id"] == "link-resume"]
+        assert pause["kind"] == "pause"
+        ((olga,),) = [pause["links"]]
+        assert olga["person"] == "olga"
+        token = olga["url"].rsplit("/", 1)[-1]
+        page = call_api(http_event("GET", f"/approvals/{token}"))
+        assert 'value="resume"' in page["body"] and 'value="cancel"' in page["body"]
+        form = {"content-type": "application/x-www-form-urlencoded"}
+        decided = call_api(http_event("POST", f"/approvals/{token}", "decision=resume", **form))
+        assert decided["statusCode"] == 200, decided["body"]
+        assert _wait_done(sfn, execution)["status"] == "SUCCEEDED"
+    assert _gate_rows("link-resume") == [("decided", "resume", "olga")]

@@ -62,7 +62,7 @@ def deployed_app(
         redoc_url=None,
         redirect_slashes=False,
     )
-    app.include_router(build_approvals_router(pool, callbacks))
+    app.include_router(build_approvals_router(pool, callbacks, ledger=ledger))
     runs = StepFunctionsRuns(pool, stepfunctions)
     operators.serve(app, RunOperations(pool, callbacks, runs, ledger))
     app.include_router(operators.router, dependencies=[Depends(log_operator)])

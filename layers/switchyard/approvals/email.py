@@ -17,7 +17,7 @@ from jinja2 import Environment, select_autoescape
 
 from switchyard.approvals.page import pretty
 from switchyard.approvals.people import Person
-from switchyard.approvals.service import LinkBook
+from switchyard.approvals.service import LinkBook, choices
 from switchyard.gates import Gate
 
 log = logging.getLogger("switchyard.approvals")
@@ -32,9 +32,10 @@ _HTML = Environment(autoescape=_AUTOESCAPE).from_string(
 white-space:pre-wrap">{{ gate.message }}</p>{% endif %}
 {% if show %}<pre style="background:#f4f6f8;padding:10px">{{ show }}</pre>{% endif %}
 <p>Run {{ gate.run_id }} · deadline {{ deadline }}</p>
-<p><a href="{{ link }}" style="background:#16a34a;{{ button }}">Approve</a>
-&nbsp;<a href="{{ link }}" style="background:#dc2626;{{ button }}">Reject</a></p>
-<p style="color:#5b6472;font-size:12px">Both open the approval page, where you confirm
+<p>{% for choice in choices %}<a href="{{ link }}" style="background:
+{{- '#dc2626' if choice.danger else '#16a34a' }};{{ button }}">{{ choice.label }}</a>&nbsp;
+{% endfor %}</p>
+<p style="color:#5b6472;font-size:12px">Each opens the page, where you confirm
 (and may add a note).
 The link is yours ({{ person }}): do not forward it.</p>
 </body></html>"""
@@ -54,7 +55,9 @@ def compose(gate: Gate, person: Person, link: str, *, sender: str) -> EmailMessa
     deadline = gate.deadline.isoformat(timespec="seconds") if gate.deadline else "none"
     show = pretty(gate.show) if gate.show else ""
     message = EmailMessage()
-    message["Subject"] = _header(f"Approval needed: {gate.workflow} · {gate.step_id}")
+    offered = choices(gate)
+    need = "Approval needed" if gate.kind in ("approval", "human") else "Run paused"
+    message["Subject"] = _header(f"{need}: {gate.workflow} · {gate.step_id}")
     message["From"] = sender
     message["To"] = person.email
     message["Message-ID"] = make_msgid(domain="switchyard")
@@ -66,14 +69,20 @@ def compose(gate: Gate, person: Person, link: str, *, sender: str) -> EmailMessa
         *([show, ""] if show else []),
         f"Run {gate.run_id} · deadline {deadline}",
         "",
-        f"Approve or reject: {link}",
+        f"{' or '.join(c.label for c in offered).capitalize()}: {link}",
         "",
         f"This link is yours ({person.name}): do not forward it.",
     ]
     message.set_content("\n".join(text))
     message.add_alternative(
         _HTML.render(
-            gate=gate, show=show, deadline=deadline, link=link, person=person.name, button=_BUTTON
+            gate=gate,
+            show=show,
+            deadline=deadline,
+            link=link,
+            person=person.name,
+            button=_BUTTON,
+            choices=offered,
         ),
         subtype="html",
     )

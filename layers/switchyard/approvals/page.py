@@ -11,7 +11,9 @@ from typing import Any
 
 from jinja2 import DictLoader, Environment, select_autoescape
 
+from switchyard.approvals.service import choices
 from switchyard.gates import Gate
+from switchyard.local.budget_raise import BudgetRaise
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -62,14 +64,19 @@ _GATE = """{% extends "layout" %}{% block body %}
 </dl>
 {% if gate.message %}<div class="message">{{ gate.message }}</div>{% endif %}
 {% if show %}<h2>Data</h2><pre>{{ show }}</pre>{% endif %}
-{% if request %}<h2>The call, exactly as it will run</h2><pre>{{ request }}</pre>{% endif %}
+{% if request %}<h2>{{ request_heading }}</h2><pre>{{ request }}</pre>{% endif %}
 <form method="post">
 <p><label for="note">Note (optional)</label><br>
 <textarea id="note" name="note" rows="3" maxlength="{{ max_note }}"></textarea></p>
 {% if editable %}<p><label for="edits">Edits (JSON: change the values you approve with)</label><br>
 <textarea id="edits" name="edits" rows="6">{{ show }}</textarea></p>{% endif %}
-<p><button class="approve" type="submit" name="decision" value="approve">Approve</button>
-<button class="reject" type="submit" name="decision" value="reject">Reject</button></p>
+{% if raisable %}<p><label for="raise_budget_usd">Raise the budget by (US dollars, optional;
+resuming without a raise runs the step against the same budget)</label><br>
+<input id="raise_budget_usd" name="raise_budget_usd" type="number" min="0.01" step="0.01"
+max="{{ max_raise }}" inputmode="decimal"></p>{% endif %}
+<p>{% for choice in choices %}<button class="{{ 'reject' if choice.danger else 'approve' }}"
+type="submit" name="decision" value="{{ choice.decision }}">{{ choice.label }}</button>
+{% endfor %}</p>
 </form>
 {% endblock %}"""
 
@@ -93,8 +100,28 @@ _ENV = Environment(
 )
 
 
-def gate_page(gate: Gate, person: str, *, max_note: int) -> str:
-    heading = "Approve or reject" if gate.kind == "approval" else "A tool call needs your approval"
+HEADINGS = {
+    "approval": "Approve or reject",
+    "human": "A tool call needs your approval",
+    "pause": "A step failed and its run is paused",
+    "budget": "A step did not fit the budget and its run is paused",
+}
+REQUEST_HEADINGS = {"human": "The call, exactly as it will run", "pause": "What went wrong"}
+VERDICTS = {
+    "approved": "the run goes on",
+    "rejected": "the step is rejected",
+    "resume": "the step runs again",
+    "cancel": "the run is stopped",
+}
+PAST = {"resume": "resumed", "cancel": "cancelled"}
+"""A decision's record (`resume`, `cancel`) as a person reads it."""
+
+
+def gate_page(gate: Gate, person: str, *, max_note: int, max_raise: float = 0) -> str:
+    """The page of a link: the gate and the form of its choices (`max_raise`: the most dollars
+    a refused budget may be raised by; 0: the page offers no raise)."""
+    heading = HEADINGS.get(gate.kind, "A decision is needed")
+    request = shown_request(gate) if gate.kind == "human" else gate.request
     return _ENV.get_template("gate").render(
         title=heading,
         heading=heading,
@@ -102,8 +129,12 @@ def gate_page(gate: Gate, person: str, *, max_note: int) -> str:
         person=person,
         deadline=gate.deadline.isoformat(timespec="seconds") if gate.deadline else "none",
         show=pretty(gate.show) if gate.show else "",
-        request=pretty(shown_request(gate)) if gate.kind == "human" else "",
+        request=pretty(request) if request and gate.kind != "approval" else "",
+        request_heading=REQUEST_HEADINGS.get(gate.kind, "What went wrong"),
         editable=gate.kind == "approval" and gate.allow_edit,
+        raisable=gate.kind == "budget" and max_raise > 0,
+        max_raise=max_raise,
+        choices=choices(gate),
         max_note=max_note,
     )
 
@@ -112,13 +143,16 @@ def notice_page(title: str, message: str, gate: Gate | None = None) -> str:
     return _ENV.get_template("notice").render(title=title, message=message, gate=gate)
 
 
-def decided_page(gate: Gate) -> str:
-    verdict = gate.decision or "decided"
-    return notice_page(
-        f"{verdict.capitalize()}",
-        f"You {verdict} '{gate.step_id}' of run {gate.run_id}; the run goes on.",
-        gate,
-    )
+def decided_page(gate: Gate, raised: BudgetRaise | None = None) -> str:
+    decision = gate.decision or "decided"
+    verdict = PAST.get(decision, decision)
+    outcome = VERDICTS.get(decision, "the run goes on")
+    message = f"You {verdict} '{gate.step_id}' of run {gate.run_id}; {outcome}."
+    if raised is not None and raised.scope:
+        message += f" The budget {raised.scope} was raised first."
+    elif raised is not None and raised.why_not:
+        message += f" No budget was raised: {raised.why_not}."
+    return notice_page(verdict.capitalize(), message, gate)
 
 
 def shown_request(gate: Gate) -> Any:

@@ -2,7 +2,8 @@
 Mangum):
 
     GET  /approvals/{token}     the page (public: the token is the credential; never decides)
-    POST /approvals/{token}     decide: form fields decision=approve|reject, note, edits (JSON)
+    POST /approvals/{token}     decide: form fields decision=approve|reject (a paused run:
+                                resume|cancel), note, edits (JSON), raise_budget_usd
     POST /slack/interactions    Slack's button clicks (public: the v0 signature authenticates)
     GET  /approvals             operators: open gates with each person's link
 
@@ -24,6 +25,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from psycopg_pool import ConnectionPool
 from starlette.concurrency import run_in_threadpool
 
+from switchyard.api.models import MAX_RAISE_USD
 from switchyard.approvals.page import SECURITY_HEADERS, decided_page, gate_page, notice_page
 from switchyard.approvals.service import MAX_NOTE, ApprovalError, ApprovalService, TooLargeError
 from switchyard.approvals.settings import ApprovalSettings
@@ -36,6 +38,7 @@ from switchyard.approvals.slack import (
     show_decision,
 )
 from switchyard.gates import TaskCallbacks
+from switchyard.stores.budget.ledger import BudgetLedger
 
 log = logging.getLogger("switchyard.approvals")
 
@@ -85,24 +88,26 @@ def approvals_router(
             link = service.open(token)
         except ApprovalError as refused:
             return _refusal(refused)
-        return _html(200, gate_page(link.gate, link.claims.person, max_note=MAX_NOTE))
+        page = gate_page(link.gate, link.claims.person, max_note=MAX_NOTE, max_raise=MAX_RAISE_USD)
+        return _html(200, page)
 
     @router.post("/approvals/{token}", response_class=HTMLResponse, openapi_extra=SIGNED)
     async def decide(token: str, request: Request) -> Response:
         try:
             form = _form(await _body(request, MAX_FORM), request.headers.get("content-type"))
-            gate = await run_in_threadpool(
+            decided = await run_in_threadpool(
                 service.decide,
                 token,
                 decision=form.get("decision", ""),
                 note=form.get("note"),
                 edits=form.get("edits"),
+                raise_budget_usd=form.get("raise_budget_usd"),
             )
         except _BodyTooLargeError:
             return _refusal(TooLargeError(f"A decision is at most {MAX_FORM // 1024} KiB."))
         except ApprovalError as refused:
             return _refusal(refused)
-        return _html(200, decided_page(gate))
+        return _html(200, decided_page(decided.gate, decided.raised))
 
     @router.post("/slack/interactions", openapi_extra=SIGNED)
     async def slack_interactions(request: Request) -> Response:
@@ -158,10 +163,12 @@ def build_approvals_router(
     settings: ApprovalSettings | None = None,
     operator: Callable[..., Any] | None = None,
     clock: Callable[[], datetime] | None = None,
+    ledger: BudgetLedger | None = None,
 ) -> APIRouter:
     """The router over a database pool and the engine's task callbacks (`EngineCommands` beside
     the local engine, `Boto3Callbacks` on AWS), configured from the environment unless
-    `settings` are given."""
+    `settings` are given; `ledger`: where a resume raises a budget (None: the local engine's
+    PostgreSQL ledger)."""
     settings = settings or ApprovalSettings.from_env(pool)
     client = (
         SlackClient(settings.slack_api_url, settings.slack_bot_token)
@@ -174,6 +181,7 @@ def build_approvals_router(
         callbacks,
         clock=clock,
         on_decided=(lambda gate: show_decision(client, gate)) if client is not None else None,
+        ledger=ledger,
     )
     slack = None
     if settings.slack_signing_secret:

@@ -1,5 +1,9 @@
 """Deciding a gate through a signed link or a Slack button, apart from HTTP.
 
+Every gate has links: an approval or a tool call is approved or rejected; a paused run (an error
+with `on_error: pause`, or a step the budget refused) is resumed, a refused budget raised first
+if the person says by how much, or its run cancelled (`choices`).
+
 Every answer is a typed outcome or an `ApprovalError` with the HTTP status the issue's contract
 gives it (404 unknown or forged, 410 expired or escalated or ended, 409 already decided, 403 not a
 person of the role, 400/413 bad input). The decision itself goes through
@@ -9,13 +13,15 @@ person of the role, 400/413 bad input). The decision itself goes through
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from psycopg_pool import ConnectionPool
 
+from switchyard.api.models import MAX_RAISE_USD
 from switchyard.approvals.links import LinkClaims, LinkExpiredError, LinkInvalidError
 from switchyard.approvals.people import Person
 from switchyard.approvals.settings import ApprovalSettings
@@ -30,10 +36,11 @@ from switchyard.gates import (
     TaskCallbacks,
     decide,
 )
+from switchyard.local.budget_raise import BudgetRaise
+from switchyard.local.run_actions import raise_gate_budget
+from switchyard.stores.budget.ledger import BudgetLedger
 from switchyard.stores.tool_calls import PostgresDecisionStore
 
-LINKED_KINDS = frozenset({"approval", "human"})
-"""Gates a link decides (approve or reject); pauses and budget pauses stay with operators."""
 MAX_NOTE = 4000
 """Characters of a note."""
 MAX_EDITS = 64 * 1024
@@ -77,10 +84,45 @@ class TooLargeError(ApprovalError):
     title = "Too large"
 
 
+Verb = Literal["approve", "reject", "resume", "cancel"]
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """A decision a link offers: its form value (the action of `switchyard.gates.decide`), its
+    button's label, and whether it stops or fails the run."""
+
+    decision: Verb
+    label: str
+    danger: bool = False
+
+
+_APPROVE = (Choice("approve", "Approve"), Choice("reject", "Reject", danger=True))
+_RESUME = (Choice("resume", "Resume"), Choice("cancel", "Cancel the run", danger=True))
+CHOICES: dict[str, tuple[Choice, ...]] = {
+    "approval": _APPROVE,
+    "human": _APPROVE,
+    "pause": _RESUME,
+    "budget": _RESUME,
+}
+
+
+def choices(gate: Gate) -> tuple[Choice, ...]:
+    """What a person may decide at `gate` (none for a kind this version does not know)."""
+    return CHOICES.get(gate.kind, ())
+
+
 @dataclass(frozen=True, slots=True)
 class OpenLink:
     claims: LinkClaims
     gate: Gate
+
+
+@dataclass(frozen=True, slots=True)
+class LinkDecision:
+    gate: Gate
+    raised: BudgetRaise | None = None
+    """A resume's budget raise: the scope raised, or why nothing was."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +154,7 @@ class LinkBook:
         return self.settings.link(token)
 
     def links(self, gate: Gate) -> list[PersonLink]:
-        if gate.kind not in LINKED_KINDS:
+        if not choices(gate):
             return []
         return [PersonLink(p.name, self.link_for(gate, p.name)) for p in self.people_for(gate)]
 
@@ -126,7 +168,10 @@ class ApprovalService:
         *,
         clock: Callable[[], datetime] | None = None,
         on_decided: SlackUpdate | None = None,
+        ledger: BudgetLedger | None = None,
     ) -> None:
+        """`ledger`: where a resume raises a budget (None: the local engine's PostgreSQL
+        ledger in `pool`; the DynamoDB ledger on AWS)."""
         self.settings = settings
         self.book = LinkBook(settings)
         self.store = GateStore(pool)
@@ -134,13 +179,14 @@ class ApprovalService:
         self._callbacks = callbacks
         self._clock = clock or (lambda: datetime.now(UTC))
         self._on_decided = on_decided
+        self._ledger = ledger
 
     def open_approvals(self, limit: int = 200) -> list[dict[str, Any]]:
-        """`GET /approvals`: the open gates a link decides, with each person's link (none when
-        the role has no people: operators see the gate all the same)."""
+        """`GET /approvals`: the open gates, with each person's link (none when the role has no
+        people: operators see the gate all the same)."""
         listed = []
         for gate in self.store.open_gates(limit):
-            if gate.kind in LINKED_KINDS:
+            if choices(gate):
                 links = [{"person": k.person, "url": k.url} for k in self.book.links(gate)]
                 listed.append({**gate.public(), "links": links})
         return listed
@@ -156,7 +202,7 @@ class ApprovalService:
         except LinkExpiredError:
             raise LinkGoneError("The time to decide through this link is over.") from None
         gate = self.store.get(claims.gate_id)
-        if gate is None or gate.tier != claims.tier or gate.kind not in LINKED_KINDS:
+        if gate is None or gate.tier != claims.tier or not choices(gate):
             raise LinkNotFoundError("This link was not issued by this server.")
         self._check_open(gate)
         return OpenLink(claims, gate)
@@ -169,23 +215,36 @@ class ApprovalService:
         note: str | None = None,
         edits: str | None = None,
         reviewer: str | None = None,
-    ) -> Gate:
+        raise_budget_usd: str | None = None,
+    ) -> LinkDecision:
         """Decide through a link (`reviewer`: the person the link was sent to, unless a Slack
-        click names who clicked)."""
+        click names who clicked). A resume of a refused budget raises it by `raise_budget_usd`
+        first, once this decision has claimed the gate."""
         link = self.open(token)
-        if decision not in ("approve", "reject"):
-            raise ApprovalError("Choose Approve or Reject.", link.gate)
+        offered = choices(link.gate)
+        choice = next((c for c in offered if c.decision == decision), None)
+        if choice is None:
+            labels = " or ".join(c.label for c in offered)
+            raise ApprovalError(f"Choose {labels}.", link.gate)
         changes = self._edits(link.gate, edits) if decision == "approve" else {}
+        usd = self._raise(link.gate, raise_budget_usd) if decision == "resume" else None
         person = reviewer or link.claims.person
+        raised: list[BudgetRaise] = []
+
+        def raise_first(claimed: Gate) -> None:
+            if usd is not None:
+                raised.append(raise_gate_budget(claimed, usd, pool=self._pool, ledger=self._ledger))
+
         try:
             decided = decide(
                 link.gate,
-                Decision(decision, person, note=_note(note), edits=changes),  # type: ignore[arg-type]
+                Decision(choice.decision, person, note=_note(note), edits=changes),
                 store=self.store,
                 callbacks=self._callbacks,
                 roles=self.settings.people.access(),
                 decisions=PostgresDecisionStore(self._pool),
                 now=self._clock(),
+                on_claimed=raise_first,
             )
         except GateForbiddenError:
             raise NotAllowedError(
@@ -205,7 +264,7 @@ class ApprovalService:
             raise ApprovalError(str(exc), link.gate) from None
         if self._on_decided is not None:
             self._on_decided(decided)
-        return decided
+        return LinkDecision(decided, raised[0] if raised else None)
 
     def _check_open(self, gate: Gate) -> None:
         if gate.status is GateStatus.OPEN:
@@ -220,6 +279,24 @@ class ApprovalService:
         raise AlreadyDecidedError(
             f"{gate.decision or 'decided'} by {gate.reviewer or 'someone'} at {when}.", gate
         )
+
+    def _raise(self, gate: Gate, text: str | None) -> float | None:
+        """The dollars to raise a refused budget by (none: resume as it is)."""
+        if text is None or not text.strip():
+            return None
+        if gate.kind != "budget":
+            raise ApprovalError("Only a run the budget paused can have its budget raised.", gate)
+        try:
+            usd = float(text.strip())
+        except ValueError:
+            raise ApprovalError(
+                "Raise the budget by a number of dollars, e.g. 0.50.", gate
+            ) from None
+        if not math.isfinite(usd) or usd <= 0 or usd > MAX_RAISE_USD:
+            raise ApprovalError(
+                f"Raise the budget by more than $0 and at most ${MAX_RAISE_USD:,}.", gate
+            )
+        return usd
 
     def _edits(self, gate: Gate, text: str | None) -> dict[str, Any]:
         if text is None or not text.strip():

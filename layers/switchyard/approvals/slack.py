@@ -1,8 +1,9 @@
 """Slack: approval messages with Block Kit buttons, and the clicks that come back.
 
 Out: `chat.postMessage` to each person's member id (a DM from the app), buttons `approve` and
-`reject` carrying that person's signed link token, and a button that opens the page. After a
-decision from any port, `chat.update` shows it on every message the gate sent.
+`reject` (a paused run: `resume`) carrying that person's signed link token, and a button that
+opens the page (where a run is cancelled or a budget raised: no click in Slack stops a run).
+After a decision from any port, `chat.update` shows it on every message the gate sent.
 
 In: `POST /slack/interactions`, verified with Slack's v0 signature (`X-Slack-Signature`,
 `X-Slack-Request-Timestamp`, a 300-second window, a constant-time compare) and refused when
@@ -26,11 +27,19 @@ import httpx
 from psycopg_pool import ConnectionPool
 
 from switchyard.approvals.page import pretty
-from switchyard.approvals.service import ApprovalError, ApprovalService, LinkBook, NotAllowedError
+from switchyard.approvals.service import (
+    ApprovalError,
+    ApprovalService,
+    LinkBook,
+    NotAllowedError,
+    choices,
+)
 from switchyard.gates import Gate
 
 log = logging.getLogger("switchyard.approvals")
 
+CLICKABLE = frozenset({"approve", "reject", "resume"})
+"""Decisions a Slack button takes; cancelling a run (and raising a budget) takes the page."""
 WINDOW_SECONDS = 300
 MAX_BODY = 64 * 1024
 _REMEMBER_SQL = (
@@ -75,34 +84,27 @@ def gate_blocks(gate: Gate, *, token: str, url: str) -> list[dict[str, Any]]:
             ],
         }
     )
-    blocks.append(
+    buttons: list[dict[str, Any]] = [
         {
-            "type": "actions",
-            "block_id": "decision",
-            "elements": [
-                {
-                    "type": "button",
-                    "action_id": "approve",
-                    "style": "primary",
-                    "text": {"type": "plain_text", "text": "Approve"},
-                    "value": token,
-                },
-                {
-                    "type": "button",
-                    "action_id": "reject",
-                    "style": "danger",
-                    "text": {"type": "plain_text", "text": "Reject"},
-                    "value": token,
-                },
-                {
-                    "type": "button",
-                    "action_id": "open",
-                    "text": {"type": "plain_text", "text": "Open (note, edits)"},
-                    "url": url,
-                },
-            ],
+            "type": "button",
+            "action_id": choice.decision,
+            "style": "danger" if choice.danger else "primary",
+            "text": {"type": "plain_text", "text": choice.label},
+            "value": token,
+        }
+        for choice in choices(gate)
+        if choice.decision in CLICKABLE
+    ]
+    opens = "Open (note, edits)" if gate.kind == "approval" else "Open (note, more)"
+    buttons.append(
+        {
+            "type": "button",
+            "action_id": "open",
+            "text": {"type": "plain_text", "text": opens},
+            "url": url,
         }
     )
+    blocks.append({"type": "actions", "block_id": "decision", "elements": buttons})
     return blocks
 
 
@@ -323,13 +325,14 @@ class SlackInteractions:
             return refused.status, {"ok": False, "error": refused.message}
         if click.action == "open":
             return 200, {"ok": True}
-        if click.action not in ("approve", "reject"):
+        if click.action not in CLICKABLE:
             return 400, {"ok": False, "error": f"unknown action {click.action[:40]!r}"}
         person = self._service.settings.people.by_slack_id(click.user)
         try:
             if person is None:
                 raise NotAllowedError("This Slack user is not a person of any role.")
-            gate = self._service.decide(click.token, decision=click.action, reviewer=person.name)
+            decided = self._service.decide(click.token, decision=click.action, reviewer=person.name)
+            gate = decided.gate
         except ApprovalError as refused:
             if refused.gate is not None and refused.status == 409:
                 self._update(click, refused.gate)

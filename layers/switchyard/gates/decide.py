@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -66,7 +67,11 @@ def decide(
     roles: Roles | None = None,
     decisions: DecisionStore | None = None,
     now: datetime | None = None,
+    on_claimed: Callable[[Gate], None] | None = None,
 ) -> Gate:
+    """Check and record the decision, then send it to the run. `on_claimed` runs once this
+    decision has claimed the gate and before the run hears it (a resume's budget raise): of two
+    deciders at once, only the one that claims it runs it; if it raises, the gate reopens."""
     if gate.status is not GateStatus.OPEN:
         raise GateClosedError(
             f"gate {gate.id} at '{gate.step_id}' is {gate.status.value}, not open"
@@ -95,6 +100,8 @@ def decide(
         raise GateClosedError(f"gate {gate.id} was decided by someone else first")
     gate.status, gate.decided_at = GateStatus.DECIDED, moment
     try:
+        if on_claimed is not None:
+            on_claimed(gate)
         _send(gate, decision, callbacks, decisions, moment)
     except Exception as exc:
         if task_gone(exc):  # the run no longer waits here (it ended, or the tier timed out)

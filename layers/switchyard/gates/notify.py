@@ -3,7 +3,9 @@
 The `console` channel is the record itself (the CLI and the dashboard list open gates). Email and
 Slack notifications plug in as `Notifier`s keyed by channel name (`switchyard.approvals.notify`);
 a channel without one is recorded as not sent, so nothing claims a notification that did not
-happen.
+happen. A `human_gate` step names its channels; a gate that names none (a paused run, a refused
+budget, a tool call to approve: the operators') goes to every channel a notifier is configured
+for (`OPERATOR_CHANNELS`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from switchyard.gates.store import GateStore
 from switchyard.runtime.rendering import Resolver, render, render_text, template_context
 from switchyard.stores.audit import redact
 
+OPERATOR_CHANNELS = ("email", "slack")
+"""Where a gate without channels of its own goes, besides the console, when configured."""
 Notifier = Callable[[Gate], dict[str, Any]]
 """Sends a gate to its channel; returns what it did (e.g. a message id). It runs once the gate
 is recorded, and records a failure to send (`"sent": False`) rather than raising: a person who
@@ -55,6 +59,7 @@ def open_gate(
         channels = list(config.get("channels", ["console"]))
     else:
         message = _describe(request)
+        channels += [channel for channel in OPERATOR_CHANNELS if channel in (notifiers or {})]
     deadline = (
         moment + timedelta(seconds=request.timeout_seconds) if request.timeout_seconds else None
     )

@@ -36,14 +36,14 @@ def raise_budget(
     conn: psycopg.Connection[Any],
     *,
     run_id: str,
-    execution_id: int | None,
+    execution_arn: str,
     usd: float,
     refusal: Mapping[str, Any] | None,
 ) -> BudgetRaise:
     """Add `usd` to the money limit of the scope that refused the run (`refusal`: the budget
     gate's error detail, `{message, scope, limit_micros}`); the run's own scope when the gate
-    does not say. `execution_id`: the local engine's execution, whose definition holds the
-    run's budget should the gate not say the limit."""
+    does not say. The run's execution's definition holds its budget, should the gate not say
+    the limit."""
     more = to_micros(str(usd))
     own = f"run:{run_id}"
     scope = str(refusal["scope"]) if refusal and refusal.get("scope") else own
@@ -62,8 +62,8 @@ def raise_budget(
     # nothing): write it with its limit plus the raise; the ledger keeps it when the step
     # reserves again.
     limit = _refused_limit(refusal)
-    if limit is None and scope == own and execution_id is not None:
-        limit = _run_limit(conn, execution_id)
+    if limit is None and scope == own:
+        limit = _run_limit(conn, execution_arn)
     if limit is None:
         return BudgetRaise(None, f"the run has no money budget; nothing to raise ({scope})")
     conn.execute(
@@ -93,7 +93,7 @@ def raise_budget_in(
     if limit is None:
         limit = _refused_limit(refusal)
     if limit is None:
-        return BudgetRaise(None, f"the run has no money budget; nothing to raise ({key})")
+        return BudgetRaise(None, f"{key} has no money limit; nothing to raise")
     ledger.set_limit(scope, limit + more)
     return BudgetRaise(key)
 
@@ -103,19 +103,19 @@ def _refused_limit(refusal: Mapping[str, Any] | None) -> int | None:
     return limit if isinstance(limit, int) else None
 
 
-def _run_limit(conn: psycopg.Connection[Any], execution_id: int) -> int | None:
-    budget = _workflow_budget(conn, execution_id)
+def _run_limit(conn: psycopg.Connection[Any], execution_arn: str) -> int | None:
+    budget = _workflow_budget(conn, execution_arn)
     if budget is None or budget.get("max_cost_usd") is None:
         return None
     return to_micros(str(budget["max_cost_usd"]))
 
 
-def _workflow_budget(conn: psycopg.Connection[Any], execution_id: int) -> dict[str, Any] | None:
+def _workflow_budget(conn: psycopg.Connection[Any], execution_arn: str) -> dict[str, Any] | None:
     """The run's `budget` as its compiled machine passes it to the steps (`workflow.budget`)."""
     row = conn.execute(
         "SELECT d.definition FROM sfn_executions e JOIN sfn_definitions d"
-        " ON d.hash = e.definition_hash WHERE e.id = %s",
-        (execution_id,),
+        " ON d.hash = e.definition_hash WHERE e.arn = %s",
+        (execution_arn,),
     ).fetchone()
     return _find_budget(json.loads(row[0])) if row else None
 

@@ -145,12 +145,12 @@ def run_view(conn: psycopg.Connection[Any], execution_id: int) -> RunView:
 
 
 def approve_urls(conn: psycopg.Connection[Any], gates: list[Gate]) -> dict[str, str]:
-    """The approval link of each gate a link decides (approvals and tool calls), as its first
-    decider receives it (docs/approvals.md); pauses and budget pauses are resumed, not linked."""
+    """The link of each gate, as its first decider receives it (docs/approvals.md): approve or
+    reject an approval or a tool call, resume or cancel a paused run."""
     from switchyard.approvals.service import LinkBook
     from switchyard.approvals.settings import ApprovalSettings
 
-    if not any(gate.kind in ("approval", "human") for gate in gates):
+    if not gates:
         return {}
     try:
         book = LinkBook(ApprovalSettings.from_env(conn))

@@ -12,6 +12,7 @@ here needs the engine itself, so this module loads on Lambda.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -144,6 +145,7 @@ def decide_gate(
     pool: ConnectionPool,
     callbacks: TaskCallbacks,
     roles: Roles | None = None,
+    on_claimed: Callable[[Gate], None] | None = None,
 ) -> Gate:
     """Record the decision and send it to the waiting run (`switchyard.gates.decide`, with the
     local stores); GateDecisionError (GateForbiddenError, GateClosedError) when it cannot be."""
@@ -154,6 +156,7 @@ def decide_gate(
         callbacks=callbacks,
         roles=roles if roles is not None else Roles.from_env(),
         decisions=PostgresDecisionStore(pool),
+        on_claimed=on_claimed,
     )
 
 
@@ -170,34 +173,45 @@ def resume_run(
     ledger: BudgetLedger | None = None,
 ) -> BudgetRaise | None:
     """Resume a paused run at `gate` (the paused step runs again), raising by `raise_budget_usd`
-    first the budget that refused it (`local/budget_raise.py`: in `ledger` when given, else in the
-    local engine's PostgreSQL ledger); what the raise did, None when none was asked for."""
+    first the budget that refused it (`raise_gate_budget`); what the raise did, None when none
+    was asked for. The raise happens only once this resume has claimed the gate."""
     roles = roles if roles is not None else Roles.from_env()
     refusal = roles.refusal(gate.assignee, reviewer)
     if refusal:  # before the budget changes
         raise GateForbiddenError(refusal)
-    raised = None
-    if raise_budget_usd and ledger is not None:
-        raised = raise_budget_in(
-            ledger, run_id=run.run_id, usd=raise_budget_usd, refusal=refusal_of(gate)
-        )
-    elif raise_budget_usd:
-        with pool.connection() as conn:
-            raised = raise_budget(
-                conn,
-                run_id=run.run_id,
-                execution_id=run.execution_id,
-                usd=raise_budget_usd,
-                refusal=refusal_of(gate),
-            )
+    raised: list[BudgetRaise] = []
+
+    def raise_first(claimed: Gate) -> None:
+        if raise_budget_usd:
+            raised.append(raise_gate_budget(claimed, raise_budget_usd, pool=pool, ledger=ledger))
+
     decide_gate(
         gate,
         Decision("resume", reviewer, note=note),
         pool=pool,
         callbacks=callbacks,
         roles=roles,
+        on_claimed=raise_first,
     )
-    return raised
+    return raised[0] if raised else None
+
+
+def raise_gate_budget(
+    gate: Gate, usd: float, *, pool: ConnectionPool, ledger: BudgetLedger | None = None
+) -> BudgetRaise:
+    """Raise by `usd` the budget that refused the run at `gate`: in `ledger` when given (the
+    DynamoDB ledger on AWS), else in the local engine's PostgreSQL ledger."""
+    refusal = refusal_of(gate)
+    if ledger is not None:
+        return raise_budget_in(ledger, run_id=gate.run_id, usd=usd, refusal=refusal)
+    with pool.connection() as conn:
+        return raise_budget(
+            conn,
+            run_id=gate.run_id,
+            execution_arn=gate.execution_arn,
+            usd=usd,
+            refusal=refusal,
+        )
 
 
 def refusal_of(gate: Gate) -> dict[str, Any] | None:

@@ -199,10 +199,19 @@ class Bed:
     def client(self) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=30, follow_redirects=False)
 
-    def start(self, workflow: str, data: dict[str, Any], name: str) -> str:
+    def start(
+        self,
+        workflow: str,
+        data: dict[str, Any],
+        name: str,
+        *,
+        script: dict[str, list[dict[str, Any]]] | None = None,
+    ) -> str:
+        """Start a run; `script`: what its agent steps answer (no model is called)."""
         with self.engine.read() as store:
             installed = install(store, self.engine.arns, self.workflows / f"{workflow}.yaml")
-        started = self.engine.submit(StartExecution(installed.machine_arn, name, data))
+        options = {"llm_script": script} if script is not None else {}
+        started = self.engine.submit(StartExecution(installed.machine_arn, name, data, options))
         return str(started["executionArn"])
 
     def status(self, arn: str, timeout: float = 20.0) -> str:
@@ -230,7 +239,9 @@ class Bed:
 
 
 @contextmanager
-def approval_bed(conninfo: str, root: Path, *, smtp: bool = True) -> Iterator[Bed]:
+def approval_bed(
+    conninfo: str, root: Path, *, smtp: bool = True, people: dict[str, Any] | None = None
+) -> Iterator[Bed]:
     workflows = root / "workflows"
     workflows.mkdir(exist_ok=True)
     (workflows / "refund.yaml").write_text(GATED)
@@ -245,7 +256,7 @@ def approval_bed(conninfo: str, root: Path, *, smtp: bool = True) -> Iterator[Be
     public = {"url": ""}
     try:
         with pytest.MonkeyPatch.context() as patch, handler_environment(conninfo):
-            patch.setenv(ROLES_ENV, json.dumps(PEOPLE))
+            patch.setenv(ROLES_ENV, json.dumps(PEOPLE if people is None else people))
             if smtp:
                 patch.setenv(SMTP_URL_ENV, f"smtp://127.0.0.1:{smtp_port}")
             else:

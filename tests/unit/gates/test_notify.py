@@ -270,3 +270,29 @@ def test_a_gate_of_an_unknown_kind_is_refused() -> None:
     request = approval({"message": "m"}, inputs={}).model_dump(mode="json")
     with pytest.raises(ValueError, match="kind"):
         GateRequest.model_validate({**request, "kind": "rate_limit"})
+
+
+@pytest.mark.parametrize("kind", [GateKind.PAUSE, GateKind.BUDGET, GateKind.HUMAN])
+def test_a_gate_without_channels_of_its_own_goes_to_every_configured_channel(
+    pg_pool: ConnectionPool, kind: GateKind
+) -> None:
+    """A paused run, a refused budget and a tool call to approve are the operators': they are
+    told on each channel a notifier is configured for (here e-mail, not Slack)."""
+    sent: list[str] = []
+    cause = json.dumps({"type": "permanent", "message": "down"})
+    request = approval({}, inputs={}).model_copy(
+        update={
+            "kind": kind,
+            "gate": None,
+            "assignee": None,
+            "error": {"Error": "x", "Cause": cause},
+        }
+    )
+    gate = open_gate(
+        request, GateStore(pg_pool), notifiers={"email": lambda g: sent.append(g.id) or {}}
+    )
+    assert gate.channels == ["console", "email"]
+    assert sent == [gate.id]
+    assert [n["channel"] for n in gate.notified] == ["console", "email"]
+    quiet = open_gate(request.model_copy(update={"step_id": "other"}), GateStore(pg_pool))
+    assert quiet.channels == ["console"]  # nothing configured: no "not sent" records
