@@ -262,6 +262,9 @@ class ApprovalService:
             raise AlreadyDecidedError(str(closed), gate) from None
         except GateDecisionError as exc:
             raise ApprovalError(str(exc), link.gate) from None
+        if choice.decision == "cancel":  # the run's other open gates died with it
+            cause = decided.note or f"cancelled by {person}"
+            self.store.cancel_open(decided.execution_arn, reviewer=person, note=cause)
         if self._on_decided is not None:
             self._on_decided(decided)
         return LinkDecision(decided, raised[0] if raised else None)

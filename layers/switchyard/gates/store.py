@@ -94,6 +94,16 @@ class GateStore:
             ).fetchone()
         return row is not None
 
+    def cancel_open(self, execution_arn: str, *, reviewer: str | None, note: str) -> int:
+        """The run was stopped: its open gates are closed as decided `cancel` (their task tokens
+        died with it), so no one is left asked to decide them; how many were."""
+        with self._pool.connection() as conn:
+            return conn.execute(
+                "UPDATE gates SET status = 'decided', decision = 'cancel', reviewer = %s,"
+                " note = %s, decided_at = now() WHERE execution_arn = %s AND status = 'open'",
+                (reviewer, note, execution_arn),
+            ).rowcount
+
     def close_gone(self, gate: Gate) -> None:
         """A claimed decision the run could not hear: its task no longer waits. The gate is
         closed, not reopened: nobody can decide it any more."""

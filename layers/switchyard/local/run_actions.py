@@ -245,9 +245,4 @@ def cancel_run(
     if run.status in FINAL_STATUSES:
         raise RunEndedError(f"run {run.run_id} has already ended ({run.status})")
     callbacks.stop(run.execution_arn, "cancelled", note)
-    with pool.connection() as conn:
-        return conn.execute(
-            "UPDATE gates SET status = 'decided', decision = 'cancel', reviewer = %s, note = %s,"
-            " decided_at = now() WHERE execution_arn = %s AND status = 'open'",
-            (reviewer, note, run.execution_arn),
-        ).rowcount
+    return GateStore(pool).cancel_open(run.execution_arn, reviewer=reviewer, note=note)
