@@ -72,6 +72,9 @@ prefix. One statement must fit in one policy: CDK moves what passes a role's inl
 managed policies of at most 6,144 characters each."""
 ARN_CHARACTERS = len('"arn:aws-us-gov:states:ap-southeast-2:123456789012:stateMachine:",')
 """A machine's ARN in a policy without its name, at its longest."""
+MAX_LISTED_MACHINES = 60
+"""Up to this many, a policy with one statement of machine ARNs lists each machine (the
+dashboard's task-token policy, infra/constructs/dashboard.py); past it, the stack's prefix."""
 MAX_ROLES_JSON = 3000
 """Characters: Lambda's environment holds 4 KB in all."""
 

@@ -19,7 +19,7 @@ from fastapi import Depends, FastAPI, Request
 from psycopg_pool import ConnectionPool
 
 from switchyard.api import operators
-from switchyard.api.answers import answer_errors
+from switchyard.api.answers import with_api_errors
 from switchyard.approvals.executions import StepFunctionsRuns
 from switchyard.approvals.routes import LinkPathFilter, build_approvals_router
 from switchyard.gates.callbacks import Boto3Callbacks
@@ -66,7 +66,7 @@ def deployed_app(
     runs = StepFunctionsRuns(pool, stepfunctions)
     operators.serve(app, RunOperations(pool, callbacks, runs, ledger))
     app.include_router(operators.router, dependencies=[Depends(log_operator)])
-    answer_errors(app)
+    with_api_errors(app)
     logging.getLogger("switchyard.api").addFilter(LinkPathFilter())  # its log names paths
     return app
 

@@ -20,7 +20,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from psycopg_pool import ConnectionPool
 
-from switchyard.api.app import with_api_errors
+from switchyard.api.answers import with_api_errors
 from switchyard.api.errors import UnauthorizedError
 from switchyard.approvals.people import People
 from switchyard.dashboard.routes import data_router
