@@ -231,10 +231,11 @@ def test_the_stack_grants_approval_api_exactly_what_it_needs(corpus: Synthesized
     }
     assert routes["GET /approvals"] == "AWS_IAM"
     assert routes["GET /approvals/{token}"] == routes["POST /approvals/{token}"] == "NONE"
-    statements = [
+    statements = [  # approval_api's, in its inline policy or the managed ones CDK adds past it
         s
-        for r in resources.values()
-        if r["Type"] == "AWS::IAM::Policy"
+        for logical_id, r in resources.items()
+        if r["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy")
+        and "ApprovalApi" in logical_id
         for s in r["Properties"]["PolicyDocument"]["Statement"]
     ]
     task_tokens = [s for s in statements if "states:SendTaskSuccess" in json.dumps(s["Action"])]
@@ -242,6 +243,14 @@ def test_the_stack_grants_approval_api_exactly_what_it_needs(corpus: Synthesized
     assert sorted(grant["Action"]) == ["states:SendTaskFailure", "states:SendTaskSuccess"]
     listed = json.dumps(grant["Resource"])
     assert ":stateMachine:Switchyard-gate-approved" in listed and "*" not in listed
+    (executions,) = [s for s in statements if "states:StopExecution" in json.dumps(s["Action"])]
+    assert sorted(executions["Action"]) == ["states:DescribeExecution", "states:StopExecution"]
+    named = [json.dumps(r) for r in executions["Resource"]]
+    assert len(named) == len(grant["Resource"])  # each machine's executions, and no other's
+    assert all(":execution:Switchyard-" in r and r.endswith(':*"]]}') for r in named), named[0]
+    (budget,) = [s for s in statements if "dynamodb:" in json.dumps(s["Action"])]
+    assert sorted(budget["Action"]) == ["dynamodb:GetItem", "dynamodb:UpdateItem"]
+    assert "BudgetTable" in json.dumps(budget["Resource"])
     approval_statements = [
         s
         for logical_id, r in resources.items()
