@@ -135,8 +135,12 @@ def test_the_app_passes_aws_solutions_checks(many: Synthesized) -> None:
 def test_every_stack_stays_well_under_cloudformation_limits(many: Synthesized) -> None:
     counts = {stack: len(t["Resources"]) for stack, t in many.templates.items()}
     top = counts.pop("Switchyard")
-    # The platform (about 100 resources) and one per workflow: about 380 workflows would fit.
-    assert top == len(many.template["Resources"]) < 250, top
+    assert top == len(many.template["Resources"])
+    # The top-level stack holds the platform and one nested stack per workflow. The platform
+    # (about 140 resources with the dashboard, the recorder and the operators' routes) must
+    # leave room for at least 300 workflows under CloudFormation's 500.
+    platform = top - len(counts)
+    assert platform + 300 <= 500, f"the platform has {platform} resources"
     assert max(counts.values()) < 50, max(counts.items(), key=lambda c: c[1])
     for template in many.templates.values():
         assert len(template.get("Parameters", {})) < 50
