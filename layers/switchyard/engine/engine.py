@@ -800,12 +800,7 @@ class Engine:
         self._conn.execute(
             "UPDATE sfn_executions SET redrive_at = %s WHERE id = %s", (now, execution.id)
         )
-        self._conn.execute(
-            "UPDATE workflow_runs SET status = 'running', ended_at = NULL, error = NULL,"
-            " updated_at = now(),"
-            " version = version + 1 WHERE execution_id = %s",
-            (execution.id,),
-        )
+        self._recorder.redriven(execution)
         self._recorder.transition(transition, started=False, parent_id=None)
         batch.add(transition)
         return {"redriveDate": now}

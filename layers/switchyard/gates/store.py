@@ -1,8 +1,9 @@
 """Gates in PostgreSQL (`gates`, migration 0003): the one module that writes them.
 
-The engine closes a row too, in the transaction that ends its task, when no decision path claimed
-it first (`switchyard.engine.gate_records`: an answer through SendTaskSuccess/SendTaskFailure, a
-tier that timed out, a task cancelled)."""
+The run records close a row too (the engine in the transaction that ends its task, the recorder
+on AWS from the history), when no decision path claimed it first
+(`switchyard.records.gate_records`: an answer through SendTaskSuccess/SendTaskFailure, a tier that
+timed out, a task cancelled)."""
 
 from __future__ import annotations
 

@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
-import orjson
-
 from switchyard.engine.interpreter.model import Children, Frame, FrameStatus
+from switchyard.records.jsonb import json_text
 
-
-def json_text(value: Any) -> str:
-    """Compact JSON for a jsonb parameter. orjson is an order of magnitude faster than `json`
-    and the coordinator encodes every event and frame; what orjson refuses (integers beyond 64
-    bits, non-string keys, NaN) goes through `json`, which PostgreSQL then judges as before."""
-    try:
-        return orjson.dumps(value).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+__all__ = ["frame_from_json", "frame_to_json", "json_text"]
 
 
 def frame_to_json(frame: Frame) -> dict[str, Any]:

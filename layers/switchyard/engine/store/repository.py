@@ -391,7 +391,8 @@ class EngineStore:
 
     def open_execution_ids(self) -> list[int]:
         rows = self.conn.execute(
-            "SELECT id FROM sfn_executions WHERE status = 'RUNNING' ORDER BY id"
+            "SELECT id FROM sfn_executions WHERE status = 'RUNNING'"
+            " AND NOT options ? 'recorded_from' ORDER BY id"
         ).fetchall()
         return [int(r[0]) for r in rows]
 

@@ -1,10 +1,11 @@
-"""Gate rows as the engine ends their tasks, in the transaction that ends them: whichever port
+"""Gate rows as a run's tasks end (the engine, in the transaction that ends them; the recorder on
+AWS, from the execution's history): whichever port
 answered (SendTaskSuccess/SendTaskFailure from the Step Functions API, the engine's command
 queue), the row records the answer unless a decision path (`switchyard.gates.decide`) claimed it
 first; a tier that ran out of time is decided by the timeout; a cancelled task closes its gate.
 
-The rows belong to `switchyard.gates.store`; the engine writes only these closing updates, here
-rather than through that package so that the engine does not import the step runtime."""
+The rows belong to `switchyard.gates.store`; the run records write only these closing updates,
+here rather than through that package so that the engine does not import the step runtime."""
 
 from __future__ import annotations
 
