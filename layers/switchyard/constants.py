@@ -60,6 +60,10 @@ EMAIL_FROM_ENV = "SWITCHYARD_EMAIL_FROM"
 SMTP_URL_ENV = "SWITCHYARD_SMTP_URL"
 """`smtp://host:port` or `smtps://user:pass@host:port`: `email.send` (and approval e-mails) go
 through this SMTP server instead of SES."""
+RECORDER_FUNCTIONS_ENV = "SWITCHYARD_RECORDER_FUNCTIONS"
+"""JSON `{"<folder name>": "<deployed function name>"}`: which function each step's Task calls
+(the recorder reads a step's spend from the results of `agent_step`, `tool_step`, `router_step`).
+Unset: a function's name is its folder's (the local engine, tests)."""
 EVENT_BUS_ENV = "SWITCHYARD_EVENT_BUS"
 """Event bus of the `events.put` tool and of `event` triggers."""
 
@@ -286,11 +290,21 @@ DASHBOARD_API_FUNCTION = FunctionSpec(
 a hundred open pages (docs/dashboard.md, "On AWS"). 1,024 MB for a cold import of about 1.5 s
 (its import is approval_api's, about 3 s at 512 MB): a page opened after an idle spell waits
 for it."""
+RECORDER_FUNCTION = FunctionSpec(
+    name="recorder",
+    memory_mb=512,
+    timeout_seconds=300,
+    reserved_concurrency=20,
+    placement=Placement.VPC,
+    uses_database=True,
+    purpose="run records: Step Functions status events -> execution history -> Aurora",
+)
 PLATFORM_FUNCTIONS: tuple[FunctionSpec, ...] = (
     WEBHOOK_FUNCTION,
     MIGRATE_FUNCTION,
     APPROVAL_API_FUNCTION,
     DASHBOARD_API_FUNCTION,
+    RECORDER_FUNCTION,
 )
 
 # --- identifiers of deployed resources ---------------------------------------------------------
