@@ -15,6 +15,7 @@ from infra.constructs.approvals import Approvals
 from infra.constructs.dashboard import add_dashboard
 from infra.constructs.functions import Functions
 from infra.constructs.monitoring import Monitoring
+from infra.constructs.recorder import Recorder
 from infra.constructs.state_store import StateStore, schema_migrations
 from infra.constructs.step_settings import StepSettings
 from infra.constructs.triggers import Triggers
@@ -52,6 +53,10 @@ class SwitchyardStack(Stack):
         self.step_settings = StepSettings(
             self, "StepSettings", settings=settings, functions=self.functions, access=access
         )
+        self.recorder = Recorder(
+            self, "Recorder", settings=settings, functions=self.functions,
+            machines=[m.name for m in machines],
+        )  # fmt: skip
         self.migrations = schema_migrations(
             self, settings=settings, function=self.functions.migrate, store=self.store
         )
@@ -72,8 +77,10 @@ class SwitchyardStack(Stack):
             machines=machines,
         )
         self.monitoring.add_dead_letter_alarm("step-dead-letters", self.workflows.dead_letters)
+        self.monitoring.add_dead_letter_alarm("recorder-dead-letters", self.recorder.dead_letters)
         dead_letter_queues: dict[str, sqs.IQueue] = {
-            "step-dead-letters": self.workflows.dead_letters
+            "step-dead-letters": self.workflows.dead_letters,
+            "recorder-dead-letters": self.recorder.dead_letters,
         }
         for stack in self.workflows.stacks.values():
             for trigger in stack.triggers.deployed:

@@ -400,6 +400,23 @@ BUDGET_RAISERS = {
 and `set_limit`): of the budget ledger's calls, only these are theirs."""
 
 
+RECORDER_FUNCTION = "recorder"
+RECORDER_READS = ("layers/switchyard/records/recorder.py::Recorder",)
+"""The code that reads executions (their description, definition and history) for the run
+records: on every execution of the stack's workflow machines."""
+
+
+def workflow_machine_names(synthesized: Synthesized, values: AwsValues) -> set[str]:
+    """The names of the machines switchyard compiled (not the trigger starters)."""
+    return {
+        machine.name
+        for machine in deployed_machines(synthesized)
+        if str(
+            json.loads(values.definition((machine.stack, machine.logical_id))).get("Comment", "")
+        ).startswith("switchyard workflow ")
+    }
+
+
 def gate_machines(synthesized: Synthesized, values: AwsValues) -> set[str]:
     """The ARNs of the machines with a Task state that hands `GATE_FUNCTION` a task token: a
     task token's calls are authorized on the machine of the execution that issued it."""
@@ -529,6 +546,13 @@ def function_needs(
             if tags["switchyard:function"] in RUN_OPERATORS:
                 actions = code_actions("stepfunctions", RUN_OPERATIONS)
                 needs |= {(a, execution) for a in actions for execution in executions}
+            if tags["switchyard:function"] == RECORDER_FUNCTION:
+                actions = code_actions("stepfunctions", RECORDER_READS)
+                needs |= {
+                    (a, arns("states", f"execution:{machine}:{ANY_NAME}"))
+                    for a in actions
+                    for machine in workflow_machine_names(synthesized, values)
+                }
             found[(stack, logical_id)] = (tags["switchyard:function"], needs)
     return found
 
@@ -783,3 +807,32 @@ def test_approval_apis_calls_are_derived_and_its_sender_condition_is_evaluated(
     machine = arns("states", "stateMachine:Switchyard-tool-showcase")
     assert not policies.allows(role, "states:StopExecution", machine)
     assert not policies.allows(role, "states:StartExecution", machine)
+
+
+def test_the_recorder_reads_the_executions_of_this_stacks_workflows_and_no_others(
+    platform: Synthesized,
+) -> None:
+    """Its calls come from its code (describe, definition, history); each is allowed on every
+    workflow machine's executions and denied on another stack's and on a trigger's starter."""
+    policies = Policies(platform)
+    values = policies.values
+    needs = {
+        folder: (key, found) for key, (folder, found) in function_needs(platform, values).items()
+    }
+    (stack, logical_id), found = needs[RECORDER_FUNCTION]
+    reads = {(action, arn) for action, arn in found if action.startswith("states:")}
+    assert {action for action, _ in reads} == {
+        "states:DescribeExecution",
+        "states:DescribeStateMachineForExecution",
+        "states:GetExecutionHistory",
+    }
+    machines = workflow_machine_names(platform, values)
+    assert "Switchyard-customer-support" in machines
+    assert len(reads) == 3 * len(machines)
+    role = policies.role_of(
+        stack, platform.templates[stack]["Resources"][logical_id]["Properties"]["Role"]
+    )
+    arns = Arns(values.region, values.account)
+    for other in ("Other-customer-support", "Switchyard-trigger-showcase-event-0"):
+        execution = arns("states", f"execution:{other}:{ANY_NAME}")
+        assert not policies.allows(role, "states:GetExecutionHistory", execution), other

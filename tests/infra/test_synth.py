@@ -66,6 +66,7 @@ def test_every_declared_function_is_deployed_on_python_313_arm64_with_tracing(
         "webhook_trigger",
         "approval_api",
         "dashboard_api",
+        "recorder",
     }
     assert len(deployed["webhook_trigger"]) == 2  # one per webhook trigger of the showcase
     for properties in (p for group in deployed.values() for p in group):
@@ -525,8 +526,8 @@ def test_webhooks_are_unsigned_routes_to_one_verifying_function_each(
 
 def test_every_trigger_and_the_steps_have_a_dead_letter_queue(platform: Synthesized) -> None:
     queues = [k for k in platform.resources("AWS::SQS::Queue") if "DeadLetters" in k]
-    # steps + content-moderation event + showcase schedule, event, queue, two webhooks
-    assert len(queues) == 7
+    # steps, recorder + content-moderation event + showcase schedule, event, queue, two webhooks
+    assert len(queues) == 8
 
 
 # --- API and monitoring -----------------------------------------------------------------------
@@ -587,7 +588,7 @@ def test_monitoring_has_a_dashboard_and_the_four_kinds_of_alarm(platform: Synthe
     assert 'SELECT SUM(ExecutionsFailed) FROM SCHEMA(\\"AWS/States\\", StateMachineArn)' in text
     assert "GateTimeouts" in text and "BudgetPauses" in text
     depth = [a for a in alarms.values() if "ApproximateNumberOfMessagesVisible" in json.dumps(a)]
-    assert len(depth) == 7
+    assert len(depth) == 8
     for alarm in alarms.values():
         assert alarm["Properties"]["AlarmActions"]
     filters = platform.resources("AWS::Logs::MetricFilter").values()
