@@ -670,7 +670,7 @@ def test_an_event_that_is_not_an_execution_status_change_is_ignored() -> None:
         assert snapshot(deployed) == [[], [], []]
 
 
-def test_an_execution_of_a_machine_switchyard_did_not_compile_is_not_recorded() -> None:
+def test_an_execution_switchyard_did_not_compile_or_that_is_gone_is_not_recorded() -> None:
     plain = {"StartAt": "done", "States": {"done": {"Type": "Succeed"}}}
     with (
         fresh_database() as deployed,
@@ -683,6 +683,8 @@ def test_an_execution_of_a_machine_switchyard_did_not_compile_is_not_recorded() 
         execution = sfn.start_execution(stateMachineArn=arn, name="run-1", input="{}")[
             "executionArn"
         ]
-        answer = _answer(Recorder(pool, sfn), status_change(sfn, execution))
-        assert answer["ignored"] is True
+        event = status_change(sfn, execution)
+        assert _answer(Recorder(pool, sfn), event)["ignored"] is True
+        gone = {**event, "detail": {**event["detail"], "executionArn": f"{execution}-gone"}}
+        assert _answer(Recorder(pool, sfn), gone)["ignored"] is True  # ExecutionDoesNotExist
         assert snapshot(deployed) == [[], [], []]

@@ -75,6 +75,12 @@ UPDATE sfn_executions SET next_event = %s, status = %s, output = %s::jsonb, erro
 """
 
 
+NOT_OURS = frozenset({"AccessDeniedException", "ExecutionDoesNotExist"})
+"""What Step Functions answers for an execution the recorder may not read (another stack's,
+matched by the rule's machine-name prefix) or that is gone (90 days after it ended): recorded
+by no one, and not worth delivering again."""
+
+
 class RecorderError(Exception):
     """The recorder could not record an execution now; the event should be delivered again
     (Lambda retries an asynchronous invocation, then sends it to the dead-letter queue)."""
@@ -197,8 +203,14 @@ class Recorder:
         """The execution's row, made now from DescribeExecution and the definition it runs; None
         when its machine is not a switchyard workflow's. A sub-workflow run's parent is
         recorded first."""
-        described = self._client.describe_execution(executionArn=execution_arn)
-        machine = self._client.describe_state_machine_for_execution(executionArn=execution_arn)
+        try:
+            described = self._client.describe_execution(executionArn=execution_arn)
+            machine = self._client.describe_state_machine_for_execution(executionArn=execution_arn)
+        except Exception as exc:
+            if _error_code(exc) not in NOT_OURS:
+                raise
+            log.warning("not recorded: %s", _error_code(exc))
+            return None
         text = str(machine["definition"])
         try:
             comment = json.loads(text).get("Comment")
@@ -308,6 +320,13 @@ class Recorder:
         return Recorded(
             mirror.arn, events=len(new), status=state.status, redrive_count=state.redrive_count
         )
+
+
+def _error_code(exc: Exception) -> str | None:
+    """The error code of a botocore `ClientError` (None for any other exception)."""
+    response = getattr(exc, "response", None)
+    error = response.get("Error") if isinstance(response, dict) else None
+    return str(error.get("Code")) if isinstance(error, dict) else None
 
 
 def _loads(text: Any) -> Any:
