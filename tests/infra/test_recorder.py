@@ -22,7 +22,8 @@ def _recorder(platform: Synthesized) -> tuple[str, dict[str, Any]]:
     (found,) = [
         (logical_id, resource["Properties"])
         for logical_id, resource in platform.resources("AWS::Lambda::Function").items()
-        if {"Key": "switchyard:function", "Value": "recorder"} in resource["Properties"]["Tags"]
+        if {"Key": "switchyard:function", "Value": "recorder"}
+        in resource["Properties"].get("Tags", [])
     ]
     return found
 
@@ -93,13 +94,12 @@ def test_the_recorder_runs_beside_the_database_and_knows_the_step_functions(
         {RECORDER_FUNCTIONS_ENV: str(values.resolve(env[RECORDER_FUNCTIONS_ENV]))}
     )
     assert sorted(names.values()) == sorted(STEP_FUNCTIONS)
-    deployed = {
-        str(values.attribute("Switchyard", logical_id, "Ref")): next(
-            t["Value"] for t in r["Properties"]["Tags"] if t["Key"] == "switchyard:function"
-        )
-        for logical_id, r in platform.resources("AWS::Lambda::Function").items()
-        if "/" not in logical_id  # the platform's, not a workflow stack's webhook functions
-    }
+    deployed = {}
+    for logical_id, r in platform.resources("AWS::Lambda::Function").items():
+        tags = {t["Key"]: t["Value"] for t in r["Properties"].get("Tags", [])}
+        if "/" not in logical_id and "switchyard:function" in tags:  # the platform's own
+            name = str(values.attribute("Switchyard", logical_id, "Ref"))
+            deployed[name] = tags["switchyard:function"]
     assert {name: deployed[name] for name in names} == names
 
 

@@ -137,7 +137,7 @@ def test_every_stack_stays_well_under_cloudformation_limits(many: Synthesized) -
     top = counts.pop("Switchyard")
     assert top == len(many.template["Resources"])
     # The top-level stack holds the platform and one nested stack per workflow. The platform
-    # (about 140 resources with the dashboard, the recorder and the operators' routes) must
+    # (about 150 resources: 27 of them the dashboard's, 10 the recorder's) must
     # leave room for at least 300 workflows under CloudFormation's 500.
     platform = top - len(counts)
     assert platform + 300 <= 500, f"the platform has {platform} resources"
