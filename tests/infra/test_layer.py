@@ -138,10 +138,33 @@ LAYER_MODULES = {
 }
 
 
+def _optional(tree: ast.AST) -> set[int]:
+    """The imports in the body of a `try` whose handler catches `ImportError` (or
+    `ModuleNotFoundError`): optional, the module does without them."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try):
+            continue
+        caught = {
+            name.id
+            for handler in node.handlers
+            for name in ast.walk(handler.type)
+            if handler.type is not None
+            if isinstance(name, ast.Name)
+        }
+        if caught & {"ImportError", "ModuleNotFoundError"}:
+            found |= {id(inner) for statement in node.body for inner in ast.walk(statement)}
+    return found
+
+
 def _imports(path: Path) -> set[str]:
     """The modules a file imports when it runs: not those under `if TYPE_CHECKING:`."""
     found: set[str] = set()
-    for node in _runtime_nodes(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    optional = _optional(tree)
+    for node in _runtime_nodes(tree):
+        if id(node) in optional:
+            continue
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
