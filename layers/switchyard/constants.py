@@ -67,6 +67,12 @@ Unset: a function's name is its folder's (the local engine, tests)."""
 EVENT_BUS_ENV = "SWITCHYARD_EVENT_BUS"
 """Event bus of the `events.put` tool and of `event` triggers."""
 
+# Stuck runs
+STUCK_AFTER_ENV = "SWITCHYARD_STUCK_AFTER"
+"""Seconds (or `90s`, `10m`, `1h`) without a transition after which a run that waits on no gate
+and no timer is stuck (`switchyard runs list --stuck`, docs/runbooks.md)."""
+DEFAULT_STUCK_AFTER_SECONDS = 300
+
 # Gates
 ROLES_ENV = "SWITCHYARD_ROLES"
 """JSON `{"role": ["dana", {"name": "lee", "email": "lee@example.com", "slack": "U024BE7LH"}]}`:

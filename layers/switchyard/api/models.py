@@ -139,6 +139,24 @@ class RunStarted(_Answer):
     links: RunLinks
 
 
+class StuckWait(_Answer):
+    kind: Literal["task", "callback", "timer", "sub_workflow", "none"] = Field(
+        description="A step's function that has not returned (`task`), a task token no open gate"
+        " holds (`callback`), a timer that fell due and did not fire (`timer`), a stuck"
+        " sub-workflow run (`sub_workflow`), or nothing in flight (`none`): docs/runbooks.md."
+    )
+    state: str | None = Field(description="The state machine's state.")
+    step: str | None = Field(description="The workflow's step, when known.")
+    due_at: str | None = Field(description="When the timer fell due.")
+    run_id: str | None = Field(description="The stuck sub-workflow's run.")
+
+
+class Stuck(_Answer):
+    last_transition_at: str
+    idle_seconds: float
+    waiting_on: list[StuckWait]
+
+
 class RunSummary(_Answer):
     run_id: str
     workflow: str
@@ -149,6 +167,9 @@ class RunSummary(_Answer):
     started_at: str | None
     ended_at: str | None
     links: RunLinks
+    stuck: Stuck | None = Field(
+        None, description="Only in `GET /runs?stuck=true`: since when and on what the run waits."
+    )
 
 
 class RunList(BaseModel):

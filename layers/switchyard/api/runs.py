@@ -3,7 +3,7 @@
 
     POST /workflows/{name}/runs      body: the run's input (a JSON object); 201, or 200 when an
                                      `Idempotency-Key` names a run already started with this body
-    GET  /runs?status=&workflow=&limit=
+    GET  /runs?status=&workflow=&limit=&stuck=&stuck_after=   (stuck: docs/runbooks.md)
     GET  /runs/{run_id}              the `switchyard run --json` shape (docs/cli.md)
 
 An `Idempotency-Key` header becomes the run's id (the execution name), so the key of a request
@@ -18,6 +18,7 @@ import secrets
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
+import psycopg
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response
 from pydantic import BeforeValidator, Field
@@ -49,7 +50,12 @@ from switchyard.api.operators import run_link
 from switchyard.api.routing import Body, Context, RunId, WorkflowName, errors
 from switchyard.api.scripts import ScriptRefusedError
 from switchyard.api.workflows import Version, find_workflow
-from switchyard.constants import API_KEY_ENV, LLM_SCRIPT_ENV
+from switchyard.constants import (
+    API_KEY_ENV,
+    DEFAULT_STUCK_AFTER_SECONDS,
+    LLM_SCRIPT_ENV,
+    STUCK_AFTER_ENV,
+)
 from switchyard.engine import errors as engine_errors
 from switchyard.local.model_access import has_model_credentials, needs_model
 from switchyard.local.report import (
@@ -59,6 +65,7 @@ from switchyard.local.report import (
     list_runs,
     run_view,
 )
+from switchyard.local.stuck import StuckAfterError, stuck_after, stuck_runs
 from switchyard.platform.run_start import InvalidRunInputError, check_inputs
 from switchyard.runtime.providers import load_script
 
@@ -68,6 +75,7 @@ MAX_LIST = 500
 RUN_ID_PATTERN = r"^[0-9A-Za-z_-]{1,80}$"
 """A Step Functions execution name, as an Idempotency-Key must be."""
 _RUN_ID = re.compile(RUN_ID_PATTERN)
+STUCK_AFTER_PATTERN = r"^[0-9]+[smhd]?$"
 
 router = APIRouter(tags=["runs"])
 
@@ -255,14 +263,53 @@ def get_runs(
         BeforeValidator(_blank_is_none),
         Query(description="How many runs at most (default 50)."),
     ] = None,
+    stuck: Annotated[
+        bool | None,
+        BeforeValidator(_blank_is_none),
+        Query(
+            description="Only stuck runs: no transition for `stuck_after`, and waiting on no gate"
+            " and no timer still ahead (docs/runbooks.md)."
+        ),
+    ] = None,
+    stuck_after: Annotated[
+        Annotated[str, Field(pattern=STUCK_AFTER_PATTERN)] | None,
+        BeforeValidator(_blank_is_none),
+        Query(
+            description="The stuck threshold (implies `stuck=true`): seconds, or 90s, 10m, 1h;"
+            f" default the server's {STUCK_AFTER_ENV}, else {DEFAULT_STUCK_AFTER_SECONDS} s."
+        ),
+    ] = None,
 ) -> Response:
     """The latest runs first."""
-    check_query(request, ("status", "workflow", "limit"))
+    check_query(request, ("status", "workflow", "limit", "stuck", "stuck_after"))
     with api.pool.connection() as conn:
-        runs = list_runs(conn, status=status, limit=limit or 50, workflow=workflow)
+        if stuck is False and stuck_after is not None:
+            raise BadRequestError(
+                "stuck_after is the threshold of stuck=true; leave it out with stuck=false",
+                code="bad_stuck_after",
+            )
+        if stuck or stuck_after is not None:
+            runs = _stuck(conn, status, workflow, limit or 50, stuck_after)
+        else:
+            runs = list_runs(conn, status=status, limit=limit or 50, workflow=workflow)
     for run in runs:
         run["links"] = {"self": run_link(run["run_id"])}
     return json_response(200, {"runs": runs})
+
+
+def _stuck(
+    conn: psycopg.Connection[Any],
+    status: str | None,
+    workflow: str | None,
+    limit: int,
+    threshold: str | None,
+) -> list[dict[str, Any]]:
+    try:
+        after = stuck_after(threshold)
+    except StuckAfterError as exc:
+        raise BadRequestError(str(exc), code="bad_stuck_after") from None
+    found = stuck_runs(conn, after_seconds=after, status=status, workflow=workflow, limit=limit)
+    return [run.to_json() for run in found]
 
 
 @router.get("/runs/{run_id}", response_model=RunView, responses=errors(400, 401, 404, 409, 503))

@@ -1,16 +1,20 @@
-"""`switchyard runs list|show`: the runs in the local database."""
+"""`switchyard runs list|show`: the runs in the local database; `runs list --stuck` the stuck
+ones (`switchyard.local.stuck`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from datetime import UTC
 
 import psycopg
 
 from switchyard.cli.common import CommandError, money
 from switchyard.cli.exit_codes import ExitCode
+from switchyard.constants import DEFAULT_STUCK_AFTER_SECONDS, STUCK_AFTER_ENV
 from switchyard.local.database import open_database
 from switchyard.local.report import RunNotFoundError, find_run, list_runs, run_view
+from switchyard.local.stuck import StuckAfterError, Wait, stuck_after, stuck_runs
 from switchyard.local.triggers.store import trigger_dead_letters
 
 STATUSES = ("running", "waiting", "paused", "succeeded", "failed", "cancelled", "timed_out")
@@ -22,6 +26,18 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     listing = sub.add_parser("list", help="the latest runs")
     listing.add_argument("--status", choices=STATUSES)
     listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument(
+        "--stuck",
+        action="store_true",
+        help="only runs with no transition for a while that wait on no gate or timer"
+        f" (docs/runbooks.md); the threshold is {STUCK_AFTER_ENV} (default"
+        f" {DEFAULT_STUCK_AFTER_SECONDS} s)",
+    )
+    listing.add_argument(
+        "--stuck-after",
+        metavar="DURATION",
+        help="the threshold for --stuck (implies it): seconds, or 90s, 10m, 1h",
+    )
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(handler=run_list)
     show = sub.add_parser("show", help="one run: steps, costs, open gates")
@@ -31,6 +47,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_list(args: argparse.Namespace) -> int:
+    if args.stuck or args.stuck_after is not None:
+        return _stuck_list(args)
     database = open_database()
     with psycopg.connect(database.conninfo, autocommit=True) as conn:
         runs = list_runs(conn, status=args.status, limit=args.limit)
@@ -49,6 +67,51 @@ def run_list(args: argparse.Namespace) -> int:
             f"{run['status']:<10} {money(run['cost_usd']):>10}  {run['started_at']}"
         )
     return ExitCode.OK
+
+
+def _stuck_list(args: argparse.Namespace) -> int:
+    try:
+        after = stuck_after(args.stuck_after)
+    except StuckAfterError as exc:
+        raise CommandError(str(exc)) from None
+    database = open_database()
+    with psycopg.connect(database.conninfo, autocommit=True) as conn:
+        runs = stuck_runs(conn, after_seconds=after, status=args.status, limit=args.limit)
+    if args.json:
+        print(json.dumps([run.to_json() for run in runs], indent=2))
+        return ExitCode.OK
+    if not runs:
+        print(f"no stuck runs (threshold {after} s)")
+        return ExitCode.OK
+    print(f"{'RUN':<32} {'WORKFLOW':<24} {'STATUS':<10} {'IDLE':>9}  WAITING ON")
+    for run in runs:
+        workflow = f"{run.run['workflow']} v{run.run['version']}"
+        print(
+            f"{run.run['run_id']:<32} {workflow:<24} {run.run['status']:<10}"
+            f" {_idle(run.idle_seconds):>9}  {', '.join(_wait(w) for w in run.waiting_on)}"
+        )
+    return ExitCode.OK
+
+
+def _idle(seconds: float) -> str:
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m {whole % 60:02d}s"
+    return f"{whole // 3600}h {whole % 3600 // 60:02d}m"
+
+
+def _wait(wait: Wait) -> str:
+    where = wait.step or wait.state or ""
+    if wait.kind == "sub_workflow":
+        return f"sub-workflow {where} (run {wait.run_id})"
+    if wait.kind == "timer":
+        due = wait.due_at.astimezone(UTC) if wait.due_at else None
+        return f"timer {where} (due {due:%Y-%m-%d %H:%M:%S} UTC)" if due else f"timer {where}"
+    if wait.kind == "none":
+        return "nothing in flight"
+    return f"{wait.kind} {where}".rstrip()
 
 
 def _print_dead_letters(letters: list[dict[str, object]]) -> None:

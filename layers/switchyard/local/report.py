@@ -4,6 +4,7 @@ Built from the run records (workflow_runs, task_runs) and the open gates."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -190,16 +191,18 @@ def list_runs(
         )
         .fetchall()
     )
-    return [
-        {
-            "run_id": r["run_id"],
-            "workflow": r["workflow"],
-            "version": r["workflow_version"],
-            "status": r["status"],
-            "cost_usd": round(_number(r["cost_usd"]), 6),
-            "tokens": {"input": int(r["input_tokens"]), "output": int(r["output_tokens"])},
-            "started_at": _time(r["started_at"]),
-            "ended_at": _time(r["ended_at"]),
-        }
-        for r in rows
-    ]
+    return [listed_run(r) for r in rows]
+
+
+def listed_run(r: Mapping[str, Any]) -> dict[str, Any]:
+    """A `workflow_runs` row as `runs list` and `GET /runs` show it."""
+    return {
+        "run_id": r["run_id"],
+        "workflow": r["workflow"],
+        "version": r["workflow_version"],
+        "status": r["status"],
+        "cost_usd": round(_number(r["cost_usd"]), 6),
+        "tokens": {"input": int(r["input_tokens"]), "output": int(r["output_tokens"])},
+        "started_at": _time(r["started_at"]),
+        "ended_at": _time(r["ended_at"]),
+    }

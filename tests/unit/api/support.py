@@ -11,7 +11,7 @@ import shutil
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,12 +174,21 @@ def handler_environment(conninfo: str) -> Iterator[None]:
 
 
 @contextmanager
-def start_stack(conninfo: str, root: Path, *, token: str | None = None) -> Iterator[Stack]:
+def start_stack(
+    conninfo: str,
+    root: Path,
+    *,
+    token: str | None = None,
+    workflows: Mapping[str, str] | None = None,
+) -> Iterator[Stack]:
+    """The test bed; `workflows` (file name -> YAML) are installed beside the usual ones."""
     directory = root / "workflows"
     scripts = directory / "scripts"  # the server's scripts directory (its default place)
     directory.mkdir()
     scripts.mkdir()
     write_workflows(directory, scripts)
+    for name, text in (workflows or {}).items():
+        (directory / name).write_text(text)
     reports: list[str] = []
     with handler_environment(conninfo):
         engine = Engine(conninfo, registry=FunctionRegistry(), workers=8)
