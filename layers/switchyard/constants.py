@@ -156,6 +156,14 @@ class Metric(StrEnum):
     """Dollars spent by one step attempt (unit None: CloudWatch has no currency unit)."""
     STEP_DURATION = "StepDuration"
     """Milliseconds of one attempt of an agent, tool or router step."""
+    RETRY_ATTEMPTS = "RetryAttempts"
+    """An attempt after a step's first (its `retry`, or a redrive): many at once are a retry
+    storm."""
+    RATE_LIMITED = "RateLimitedAttempts"
+    """An attempt that failed because a model provider or a host answered "too many requests"."""
+    VERSION_CONFLICTS = "VersionConflicts"
+    """An attempt that found another attempt updating the same record (a duplicate invocation
+    holding the step's idempotency record)."""
 
     GATE_TIMEOUTS = "GateTimeouts"
     """A waitForTaskToken gate waited past its timeout (TaskTimedOut in the execution log)."""

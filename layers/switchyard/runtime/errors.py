@@ -71,6 +71,11 @@ class TransientError(StepError):
     retryable = True
 
 
+class ConcurrentUpdateError(TransientError):
+    """Another attempt is updating the same record right now (a duplicate invocation of the step
+    holds its idempotency record): a version conflict, counted as `VersionConflicts`."""
+
+
 class StepTimeoutError(StepError):
     """The attempt ran out of time (its deadline, or a downstream timeout)."""
 

@@ -20,7 +20,12 @@ from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from switchyard.constants import Metric, MetricDimension
 from switchyard.contract import StepInvocation, StepResult
 from switchyard.runtime.database import transient_database_error
-from switchyard.runtime.errors import Spend, StepError
+from switchyard.runtime.errors import (
+    ConcurrentUpdateError,
+    RateLimitedError,
+    Spend,
+    StepError,
+)
 from switchyard.runtime.instruments import instruments
 from switchyard.runtime.services import StepServices
 
@@ -40,16 +45,19 @@ def step_handler(function: str, run: StepRunner) -> Handler:
         started = time.perf_counter()
         result: StepResult | None = None
         spent: Spend | None = None
+        failure: StepError | None = None
         try:
             result = run_step(run, invocation, context)
             spent = Spend(result.cost_usd, result.usage) if result.usage is not None else None
         except StepError as error:
-            spent = error.spent
+            spent, failure = error.spent, error
             logger.warning("the step failed", extra={"error_type": str(error.name)})
             raise error.as_lambda_exception(attempt=invocation.attempt) from None
         finally:
             elapsed_ms = (time.perf_counter() - started) * 1000
-            publish_metrics(metrics, invocation, elapsed_ms, ok=result is not None, spent=spent)
+            publish_metrics(
+                metrics, invocation, elapsed_ms, ok=result is not None, spent=spent, error=failure
+            )
         return result.model_dump(mode="json")
 
     decorated: Handler = handler  # Powertools' decorators are untyped
@@ -75,9 +83,11 @@ def publish_metrics(
     *,
     ok: bool,
     spent: Spend | None,
+    error: StepError | None = None,
 ) -> None:
-    """Publish one attempt's duration; its cost when it succeeded or spent before it failed; and
-    its tokens when it called models (`spent`), as EMF.
+    """Publish one attempt's duration; its cost when it succeeded or spent before it failed; its
+    tokens when it called models (`spent`); and a count when it was a retry, was rate-limited
+    or met a version conflict (`error`), as EMF (docs/runbooks.md alarms on the counts).
 
     Nothing is added while metrics are disabled (the local engine disables them): Powertools
     keeps one metric set per process and, disabled, never clears it, and once a metric holds 100
@@ -97,4 +107,12 @@ def publish_metrics(
         metrics.add_metric(
             name=Metric.OUTPUT_TOKENS, unit=MetricUnit.Count, value=usage.output_tokens
         )
+    counted = (
+        (Metric.RETRY_ATTEMPTS, invocation.attempt > 1),
+        (Metric.RATE_LIMITED, isinstance(error, RateLimitedError)),
+        (Metric.VERSION_CONFLICTS, isinstance(error, ConcurrentUpdateError)),
+    )
+    for name, happened in counted:
+        if happened:
+            metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
     metrics.flush_metrics()

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import threading
+import time
+import uuid
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -19,6 +22,7 @@ from switchyard.constants import DATABASE_URL_ENV, LLM_SCRIPT_ENV, METRICS_NAMES
 from switchyard.contract import StepErrorName
 from switchyard.engine.dispatch.lambda_context import LambdaContext
 from switchyard.runtime.wiring import step_services
+from tests import held
 from tests.unit.runtime.helpers import invocation, retried
 
 FUNCTIONS = Path(__file__).resolve().parents[3] / "functions"
@@ -186,3 +190,54 @@ def test_a_failed_attempt_that_spent_nothing_reports_no_spend(environment: Path)
     with pytest.raises(Exception) as raised:
         handler_module("agent_step").handler(event, context("agent_step"))
     assert "cost_usd" not in json.loads(str(raised.value))
+
+
+def _counts(record: dict[str, Any]) -> dict[str, Any]:
+    names = ("RetryAttempts", "RateLimitedAttempts", "VersionConflicts")
+    return {name: record[name] for name in names if name in record}
+
+
+def test_a_retried_rate_limited_attempt_is_counted_as_both(
+    environment: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    environment.write_text("draft:\n  - {error: rate_limit, retry_after: 2}\n")
+    first = invocation("draft", AGENT, inputs={"body": "x"})
+
+    for event in (first, retried(first, 1)):
+        with pytest.raises(Exception, match="retry_after"):
+            handler_module("agent_step").handler(event.model_dump(mode="json"), context("a"))
+        record = emitted_metrics(capsys.readouterr().out)
+        if event is first:
+            assert _counts(record) == {"RateLimitedAttempts": [1.0]}
+        else:
+            assert _counts(record) == {"RateLimitedAttempts": [1.0], "RetryAttempts": [1.0]}
+
+
+def test_a_duplicate_invocation_of_a_running_side_effect_is_a_version_conflict(
+    environment: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Lambda may deliver one invocation twice at once: the second finds the step's idempotency
+    record in progress, fails `transient` (the machine retries it) and counts a conflict."""
+    environment.write_text("other:\n  - {text: not this step}\n")  # the tool itself runs
+    key = f"conflict-{uuid.uuid4().hex[:8]}"
+    tool = {"description": "Hold.", "kind": "python", "config": {"function": "tests.held:hold"}}
+    step = {"type": "tool", "tool": "held", "args": {"key": key}, "tool_defs": {"held": tool}}
+    event = invocation("charge", {**step, "side_effect": "idempotent"}).model_dump(mode="json")
+    first = threading.Thread(
+        target=lambda: handler_module("tool_step").handler(event, context("tool_step"))
+    )
+    first.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not held.holding(key):
+            assert time.monotonic() < deadline, "the first invocation never started its call"
+            time.sleep(0.01)
+        capsys.readouterr()
+        with pytest.raises(Exception, match="already running") as raised:
+            handler_module("tool_step").handler(event, context("tool_step"))
+    finally:
+        held.release(key)
+        first.join(10)
+    assert type(raised.value).__name__ == "transient"
+    record = emitted_metrics(capsys.readouterr().out)
+    assert _counts(record) == {"VersionConflicts": [1.0]}

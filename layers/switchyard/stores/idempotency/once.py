@@ -38,6 +38,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 
 from switchyard.contract import HumanRequest, StepErrorName
 from switchyard.runtime.errors import (
+    ConcurrentUpdateError,
     HumanRequiredError,
     PermanentError,
     StepError,
@@ -145,7 +146,7 @@ class IdempotentCalls:
         try:
             stored = once(data=data)
         except IdempotencyAlreadyInProgressError:
-            raise TransientError(
+            raise ConcurrentUpdateError(
                 f"{describe} is already running for key {key} (a duplicate invocation)"
             ) from None
         except IdempotencyValidationError:
@@ -176,7 +177,7 @@ class IdempotentCalls:
             raise _unknown_outcome(
                 describe, data, "an earlier attempt started this call and never finished", call_id
             )
-        raise TransientError(f"{describe} is already running for key {data['key']}")
+        raise ConcurrentUpdateError(f"{describe} is already running for key {data['key']}")
 
 
 def _unknown_outcome(describe: str, data: dict[str, Any], why: str, call_id: str) -> StepError:
