@@ -18,6 +18,8 @@ from typing import Any
 import yaml
 from constructs import Node
 
+from switchyard.constants import DEFAULT_STUCK_AFTER_SECONDS
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 CONTEXT_PREFIX = "switchyard:"
@@ -51,6 +53,9 @@ class Settings:
     retain_data: bool = True
     """False: `cdk destroy` deletes the database, tables and bucket too (development stacks)."""
     alarm_email: str | None = None
+    stuck_after_seconds: int = DEFAULT_STUCK_AFTER_SECONDS
+    """A step function running this long without returning leaves its run without a transition
+    for as long: the stuck-runs alarm's threshold (docs/runbooks.md)."""
     nat_gateways: int = 1
     provider: str = "anthropic"
     """The model provider of steps that name none: `anthropic` (API key secret) or `bedrock`."""
@@ -90,6 +95,7 @@ class Settings:
             log_retention_days=int(get("logRetentionDays", 30)),
             retain_data=flag("retainData", True),
             alarm_email=get("alarmEmail"),
+            stuck_after_seconds=_stuck_after(get("stuckAfterSeconds")),
             nat_gateways=int(get("natGateways", 1)),
             provider=str(get("provider", "anthropic")),
             http_allowed_hosts=_hosts(get("httpAllowedHosts")),
@@ -123,6 +129,21 @@ def _object(key: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise SettingsError(f"{CONTEXT_PREFIX}{key}: expected an object, got {value!r}")
     return value
+
+
+def _stuck_after(value: Any) -> int:
+    if value is None:
+        return DEFAULT_STUCK_AFTER_SECONDS
+    try:
+        seconds = int(str(value))
+    except ValueError:
+        seconds = 0
+    if seconds < 1:
+        raise SettingsError(
+            f"{CONTEXT_PREFIX}stuckAfterSeconds: expected a whole number of seconds (at least 1),"
+            f" got {value!r}"
+        )
+    return seconds
 
 
 def _hosts(value: Any) -> tuple[str, ...]:

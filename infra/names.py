@@ -42,6 +42,7 @@ EVENT_BUS = Limit("event bus name", 256, r"[A-Za-z0-9/._-]+")
 DATABASE_CLUSTER = Limit("database cluster identifier", 63, r"[a-z][a-z0-9-]*")
 DASHBOARD = Limit("dashboard name", 255, r"[A-Za-z0-9_-]+")
 HTTP_API = Limit("HTTP API name", 128, r".+")
+ALARM = Limit("alarm name", 255, r"[A-Za-z0-9_.-]+")
 
 HASH_LENGTH = 8
 STACK_ID_SUFFIX_LENGTH = 8
@@ -131,3 +132,9 @@ def dashboard_name(settings: Settings) -> str:
 
 def http_api_name(settings: Settings) -> str:
     return check(f"{settings.stack_name}-api", HTTP_API, "use a shorter stackName")
+
+
+def alarm_name(settings: Settings, what: str) -> str:
+    """`<stack>-<what>` (`Switchyard-stuck-runs`): the name docs/runbooks.md looks alarms up by;
+    a trigger's alarm names its trigger (`Switchyard-<trigger key>-backlog`)."""
+    return fit(f"{settings.stack_name}-{what}", ALARM)

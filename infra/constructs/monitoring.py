@@ -1,15 +1,19 @@
 """Monitoring: one dashboard and the alarms that need a person, on an encrypted SNS topic.
 
+Every alarm is named `<stack>-<what>` (`infra.names.alarm_name`), and docs/runbooks.md has a
+section for each: its metric, its threshold, and the commands that diagnose and fix it.
+
 Runs started/succeeded/failed come from Step Functions' own metrics; step latency from Lambda's
 `Duration` of the step functions; tokens and dollars per workflow from the Powertools metrics the
-handlers emit (`switchyard.constants.Metric`, dimension `workflow`). Gate timeouts and budget
-pauses are counted by metric filters on each workflow's execution log, so they need no function
-code: `TaskTimedOut` of a `waitForTaskToken` task, and entering a block's `budget gate` (named
-`budget gate`, `budget gate (2)`, ... since one is shared by the steps of a block).
+handlers emit (`switchyard.constants.Metric`, dimension `workflow`), which also count retries,
+rate-limited attempts and version conflicts. Gate timeouts and budget pauses are counted by
+metric filters on each workflow's execution log, so they need no function code: `TaskTimedOut`
+of a `waitForTaskToken` task, and entering a block's `budget gate` (named `budget gate`,
+`budget gate (2)`, ... since one is shared by the steps of a block).
 
 The dashboard, the alarm topic and the platform-wide alarms are in the top-level stack; what
-belongs to one workflow (its metric filters, its triggers' dead-letter alarms) is in the
-workflow's nested stack. The dashboard names each workflow's machine by its fixed ARN, with no
+belongs to one workflow (its metric filters, its triggers' dead-letter and backlog alarms) is in
+the workflow's nested stack. The dashboard names each workflow's machine by its fixed ARN, with no
 reference into the nested stacks, so adding a workflow changes the dashboard and nothing else of
 the top-level stack but its nested stack.
 """
@@ -31,7 +35,7 @@ from constructs import Construct
 from infra.config import Settings
 from infra.constructs.functions import Functions
 from infra.constructs.state_store import StateStore
-from infra.names import dashboard_name, machine_name
+from infra.names import alarm_name, dashboard_name, machine_name
 from switchyard.constants import (
     METRICS_NAMESPACE,
     Metric,
@@ -39,6 +43,14 @@ from switchyard.constants import (
 )
 
 PERIOD = Duration.minutes(5)
+STEP_FUNCTIONS = ("agent_step", "tool_step", "router_step")
+ORPHAN_AGE_SECONDS = 3600
+"""A failed step's input that has waited an hour in the dead-letter queue: nobody redrove it."""
+QUEUE_BACKLOG_SECONDS = 300
+VERSION_CONFLICTS_PER_PERIOD = 10
+RETRY_ATTEMPTS_PER_PERIOD = 50
+RATE_LIMITED_PER_PERIOD = 10
+STEP_THROTTLES_PER_PERIOD = 10
 WORKFLOWS_PER_GRAPH = 100
 """A graph shows at most 500 metrics: the failed-or-timed-out graph takes three per workflow."""
 GATE_TIMEOUT_PATTERN = logs.FilterPattern.all(
@@ -68,13 +80,18 @@ def alarm_on(
     metric: cloudwatch.IMetric,
     description: str,
     topic: sns.ITopic,
+    *,
+    name: str,
+    threshold: float = 1,
 ) -> cloudwatch.Alarm:
-    """An alarm at one or more in a period, to the alarm topic; missing data is fine."""
+    """An alarm at `threshold` or more in a period, to the alarm topic; missing data is fine.
+    `name` is the alarm's name, as docs/runbooks.md gives it (`infra.names.alarm_name`)."""
     created = cloudwatch.Alarm(
         scope,
         construct_id,
+        alarm_name=name,
         metric=metric,
-        threshold=1,
+        threshold=threshold,
         evaluation_periods=1,
         comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
@@ -85,7 +102,13 @@ def alarm_on(
 
 
 def dead_letter_alarm(
-    scope: Construct, construct_id: str, queue: sqs.IQueue, name: str, topic: sns.ITopic
+    scope: Construct,
+    construct_id: str,
+    queue: sqs.IQueue,
+    name: str,
+    topic: sns.ITopic,
+    *,
+    settings: Settings,
 ) -> cloudwatch.Alarm:
     return alarm_on(
         scope,
@@ -93,6 +116,30 @@ def dead_letter_alarm(
         dead_letter_depth(queue, name),
         f"dead-letter queue {name} holds messages",
         topic,
+        name=alarm_name(settings, name),
+    )
+
+
+def queue_backlog_alarm(
+    scope: Construct,
+    construct_id: str,
+    queue: sqs.IQueue,
+    name: str,
+    topic: sns.ITopic,
+    *,
+    settings: Settings,
+) -> cloudwatch.Alarm:
+    """A queue trigger's queue whose oldest message has waited `QUEUE_BACKLOG_SECONDS` for its
+    run: the pipe is not keeping up (or not starting runs at all)."""
+    return alarm_on(
+        scope,
+        construct_id,
+        queue.metric_approximate_age_of_oldest_message(period=PERIOD, statistic="Maximum"),
+        f"switchyard: a message of queue {name} has waited {QUEUE_BACKLOG_SECONDS} s or more"
+        " to start its run (docs/runbooks.md#queue-backlog)",
+        topic,
+        name=alarm_name(settings, f"{name}-backlog"),
+        threshold=QUEUE_BACKLOG_SECONDS,
     )
 
 
@@ -165,7 +212,7 @@ class Monitoring(Construct):
         self.alarms: list[cloudwatch.Alarm] = []
         self.query_alarms: list[cloudwatch.CfnAlarm] = []
         # Alarms are platform-wide, not per workflow, and the dashboard and the execution logs
-        # say which workflow it was.
+        # say which workflow it was. docs/runbooks.md has a section for each.
         for query_metric, what in (
             ("ExecutionsFailed", "runs failed"),
             ("ExecutionsTimedOut", "runs timed out"),
@@ -174,10 +221,47 @@ class Monitoring(Construct):
                 f"Runs{query_metric.removeprefix('Executions')}",
                 f'SELECT SUM({query_metric}) FROM SCHEMA("AWS/States", StateMachineArn)',
                 f"switchyard: {what} (any state machine of this account and region)",
+                name=what.replace(" ", "-"),
             )
-        for metric, what in (
-            (Metric.GATE_TIMEOUTS, "a gate waited past its timeout"),
-            (Metric.BUDGET_PAUSES, "a run paused over its budget"),
+        self._query_alarm(
+            "TransitionsThrottled",
+            'SELECT SUM(ExecutionThrottled) FROM SCHEMA("AWS/States", StateMachineArn)',
+            "switchyard: Step Functions throttled state transitions (a fan-out or a retry storm"
+            " past the account's transition quota; docs/runbooks.md#fan-out-contention)",
+            name="transitions-throttled",
+        )
+        for metric, per_period, name, what in (
+            (
+                Metric.VERSION_CONFLICTS,
+                VERSION_CONFLICTS_PER_PERIOD,
+                "version-conflicts",
+                "attempts met another attempt updating the same record"
+                " (docs/runbooks.md#concurrent-updates)",
+            ),
+            (
+                Metric.RETRY_ATTEMPTS,
+                RETRY_ATTEMPTS_PER_PERIOD,
+                "retry-storm",
+                "step attempts were retries (docs/runbooks.md#retry-storms)",
+            ),
+            (
+                Metric.RATE_LIMITED,
+                RATE_LIMITED_PER_PERIOD,
+                "provider-throttling",
+                "attempts were refused as too many requests (docs/runbooks.md#provider-throttling)",
+            ),
+        ):
+            self._query_alarm(
+                f"{metric}Alarm",
+                f'SELECT SUM({metric}) FROM SCHEMA("{METRICS_NAMESPACE}",'
+                f" {MetricDimension.SERVICE}, {MetricDimension.WORKFLOW})",
+                f"switchyard: {per_period} or more {what} in 5 minutes",
+                name=name,
+                threshold=per_period,
+            )
+        for metric, name, what in (
+            (Metric.GATE_TIMEOUTS, "gate-timeouts", "a gate waited past its timeout"),
+            (Metric.BUDGET_PAUSES, "budget-pauses", "a run paused over its budget"),
         ):
             self.alarms.append(
                 alarm_on(
@@ -191,13 +275,86 @@ class Monitoring(Construct):
                     ),
                     f"switchyard: {what} (the workflow's execution log says where)",
                     self.topic,
+                    name=alarm_name(settings, name),
                 )
             )
+        self._stuck_runs_alarm()
+        self._step_throttles_alarm()
+
+    def _step_metrics(self, metric: str, statistic: str) -> dict[str, cloudwatch.IMetric]:
+        return {
+            name.replace("_", ""): self._functions.by_name[name].metric(
+                metric, statistic=statistic, period=PERIOD
+            )
+            for name in STEP_FUNCTIONS
+        }
+
+    def _stuck_runs_alarm(self) -> None:
+        """A step function that ran `stuck_after_seconds` without returning left its run without
+        a transition for as long. Lambda reports an invocation's duration when it ends (at the
+        latest at its timeout), so this alarm comes then; docs/runbooks.md#stuck-runs says why
+        no scheduled function looks for stuck runs on AWS."""
+        seconds = self._settings.stuck_after_seconds
+        durations = self._step_metrics("Duration", "Maximum")
+        self.alarms.append(
+            alarm_on(
+                self,
+                "StuckRunsAlarm",
+                cloudwatch.MathExpression(
+                    expression=f"MAX([{', '.join(durations)}])",
+                    using_metrics=durations,
+                    label="longest step attempt (ms)",
+                    period=PERIOD,
+                ),
+                f"switchyard: a step function ran {seconds} s or more without returning: its run"
+                " made no transition for as long (docs/runbooks.md#stuck-runs)",
+                self.topic,
+                name=alarm_name(self._settings, "stuck-runs"),
+                threshold=seconds * 1000,
+            )
+        )
+
+    def _step_throttles_alarm(self) -> None:
+        throttles = self._step_metrics("Throttles", "Sum")
+        self.alarms.append(
+            alarm_on(
+                self,
+                "StepThrottlesAlarm",
+                cloudwatch.MathExpression(
+                    expression=" + ".join(f"FILL({key}, 0)" for key in throttles),
+                    using_metrics=throttles,
+                    label="step invocations throttled",
+                    period=PERIOD,
+                ),
+                f"switchyard: {STEP_THROTTLES_PER_PERIOD} or more step invocations in 5 minutes"
+                " were throttled at the step functions' reserved concurrency"
+                " (docs/runbooks.md#fan-out-contention)",
+                self.topic,
+                name=alarm_name(self._settings, "step-throttles"),
+                threshold=STEP_THROTTLES_PER_PERIOD,
+            )
+        )
 
     def add_dead_letter_alarm(self, name: str, queue: sqs.IQueue) -> None:
-        """An alarm on a platform dead-letter queue (a trigger's alarm is in its nested stack)."""
+        """Alarms on a platform dead-letter queue: any message in it, and its oldest message
+        waiting `ORPHAN_AGE_SECONDS` (a trigger's alarm is in its nested stack)."""
         cid = "".join(c for c in name.title() if c.isalnum())
-        self.alarms.append(dead_letter_alarm(self, f"{cid}Depth", queue, name, self.topic))
+        settings = self._settings
+        self.alarms.append(
+            dead_letter_alarm(self, f"{cid}Depth", queue, name, self.topic, settings=settings)
+        )
+        self.alarms.append(
+            alarm_on(
+                self,
+                f"{cid}Age",
+                queue.metric_approximate_age_of_oldest_message(period=PERIOD, statistic="Maximum"),
+                f"switchyard: a message has waited {ORPHAN_AGE_SECONDS} s or more in {name}:"
+                " a failed run's input nobody redrove (docs/runbooks.md#orphaned-runs)",
+                self.topic,
+                name=alarm_name(settings, "orphan-age"),
+                threshold=ORPHAN_AGE_SECONDS,
+            )
+        )
 
     def add_dashboard(
         self, workflows: Sequence[str], dead_letter_queues: Mapping[str, sqs.IQueue]
@@ -281,6 +438,22 @@ class Monitoring(Construct):
         )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
+                title="Retries, rate limits and version conflicts by workflow",
+                left=[
+                    _search(Metric.RETRY_ATTEMPTS, "Sum", "retries"),
+                    _search(Metric.RATE_LIMITED, "Sum", "rate-limited"),
+                    _search(Metric.VERSION_CONFLICTS, "Sum", "conflicts"),
+                ],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Longest step attempt (ms; the stuck-runs alarm's metric)",
+                left=list(self._step_metrics("Duration", "Maximum").values()),
+                width=12,
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
                 title="Tokens by workflow",
                 left=[
                     _search(Metric.INPUT_TOKENS, "Sum", "input"),
@@ -294,14 +467,18 @@ class Monitoring(Construct):
         )
         return self.dashboard
 
-    def _query_alarm(self, construct_id: str, query: str, description: str) -> None:
-        """An alarm on a Metrics Insights query: one alarm covers every state machine."""
+    def _query_alarm(
+        self, construct_id: str, query: str, description: str, *, name: str, threshold: float = 1
+    ) -> None:
+        """An alarm on a Metrics Insights query: one alarm covers every state machine (or every
+        workflow's metric)."""
         alarm = cloudwatch.CfnAlarm(
             self,
             construct_id,
+            alarm_name=alarm_name(self._settings, name),
             alarm_description=description,
             comparison_operator="GreaterThanOrEqualToThreshold",
-            threshold=1,
+            threshold=threshold,
             evaluation_periods=1,
             treat_missing_data="notBreaching",
             metrics=[

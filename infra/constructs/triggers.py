@@ -26,7 +26,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.catalog import CompiledMachine
-from infra.constructs.monitoring import dead_letter_alarm
+from infra.constructs.monitoring import dead_letter_alarm, queue_backlog_alarm
 from infra.constructs.workflow_machine import (
     WorkflowMachine,
     dead_letter_queue,
@@ -146,7 +146,17 @@ class WorkflowTriggers(Construct):
                 deployed.dead_letters,
                 f"{key}-dead-letters",
                 platform.alarms,
+                settings=self._settings,
             )
+            if deployed.queue is not None:
+                queue_backlog_alarm(
+                    self,
+                    f"{_pascal(key)}Backlog",
+                    deployed.queue,
+                    key,
+                    platform.alarms,
+                    settings=self._settings,
+                )
             self.deployed.append(deployed)
 
     # --- starters -----------------------------------------------------------------------------

@@ -25,6 +25,14 @@ def test_nothing_configured_sets_nothing(tmp_path: Path) -> None:
     assert found.sql_connections == {} and found.tenant_daily_limits == {}
     assert found.model_prices is None and found.email_from is None
     assert found.tool_resources == {}
+    assert found.stuck_after_seconds == 300
+
+
+def test_the_stuck_runs_threshold_is_seconds_from_cdk_json_or_the_command_line(
+    tmp_path: Path,
+) -> None:
+    assert settings(tmp_path, **{"switchyard:stuckAfterSeconds": 600}).stuck_after_seconds == 600
+    assert settings(tmp_path, **{"switchyard:stuckAfterSeconds": "90"}).stuck_after_seconds == 90
 
 
 def test_command_line_strings_are_read_as_json_or_a_host_list(tmp_path: Path) -> None:
@@ -66,6 +74,8 @@ def test_model_prices_come_from_a_yaml_file_beside_the_app_and_are_checked(
         ("modelPrices", {"claude-haiku-4-5": {"input": -1}}, "input price .* is negative"),
         ("toolResources", {"wf": {"step": {"s3.put": []}}}, "expected a list of resource names"),
         ("tenantDailyLimits", "{not json", "not JSON"),
+        ("stuckAfterSeconds", "5m", "expected a whole number of seconds"),
+        ("stuckAfterSeconds", 0, "expected a whole number of seconds"),
     ],
 )
 def test_a_setting_that_does_not_fit_is_refused_by_name(

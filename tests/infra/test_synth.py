@@ -601,6 +601,74 @@ def test_monitoring_has_a_dashboard_and_the_four_kinds_of_alarm(platform: Synthe
         assert f":stateMachine:Switchyard-{workflow}" in body
 
 
+PLATFORM_ALARMS = {
+    "Switchyard-runs-failed": 1,
+    "Switchyard-runs-timed-out": 1,
+    "Switchyard-transitions-throttled": 1,
+    "Switchyard-version-conflicts": 10,
+    "Switchyard-retry-storm": 50,
+    "Switchyard-provider-throttling": 10,
+    "Switchyard-gate-timeouts": 1,
+    "Switchyard-budget-pauses": 1,
+    "Switchyard-stuck-runs": 300_000,
+    "Switchyard-step-throttles": 10,
+    "Switchyard-step-dead-letters": 1,
+    "Switchyard-orphan-age": 3600,
+}
+"""The top-level stack's alarms by name, with their thresholds (docs/runbooks.md names them)."""
+
+
+@pytest.mark.parametrize("which", ["platform", "platform_agnostic"])
+def test_each_alarm_has_its_runbook_name_and_threshold(
+    which: str, request: pytest.FixtureRequest
+) -> None:
+    synthesized: Synthesized = request.getfixturevalue(which)
+    top = {
+        a["Properties"]["AlarmName"]: a["Properties"]
+        for a in synthesized.template["Resources"].values()
+        if a["Type"] == "AWS::CloudWatch::Alarm"
+    }
+    assert {name: p["Threshold"] for name, p in top.items()} == PLATFORM_ALARMS
+    assert all(p["AlarmActions"] for p in top.values())
+    nested = {
+        a["Properties"]["AlarmName"]: a["Properties"]
+        for a in synthesized.resources("AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["AlarmName"] not in top
+    }
+    backlog = {n: p for n, p in nested.items() if n.endswith("-backlog")}
+    assert set(backlog) == {"Switchyard-trigger-showcase-queue-2-backlog"}
+    (queue,) = backlog.values()
+    assert queue["MetricName"] == "ApproximateAgeOfOldestMessage" and queue["Threshold"] == 300
+    dead_letters = set(nested) - set(backlog)
+    assert len(dead_letters) == 6 and all(n.endswith("-dead-letters") for n in dead_letters)
+
+
+def test_the_stuck_runs_alarm_watches_the_longest_step_attempt(platform: Synthesized) -> None:
+    (stuck,) = [
+        a["Properties"]
+        for a in platform.resources("AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["AlarmName"] == "Switchyard-stuck-runs"
+    ]
+    expression, *durations = stuck["Metrics"]
+    assert expression["Expression"] == "MAX([agentstep, toolstep, routerstep])"
+    assert {d["MetricStat"]["Metric"]["MetricName"] for d in durations} == {"Duration"}
+    assert {d["MetricStat"]["Stat"] for d in durations} == {"Maximum"}
+    (conflicts,) = [
+        a["Properties"]
+        for a in platform.resources("AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["AlarmName"] == "Switchyard-version-conflicts"
+    ]
+    assert conflicts["Metrics"][0]["Expression"] == (
+        'SELECT SUM(VersionConflicts) FROM SCHEMA("switchyard", service, workflow)'
+    )
+    (age,) = [
+        a["Properties"]
+        for a in platform.resources("AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["AlarmName"] == "Switchyard-orphan-age"
+    ]
+    assert age["MetricName"] == "ApproximateAgeOfOldestMessage"
+
+
 def test_every_stack_stays_under_the_cloudformation_resource_limit(
     platform: Synthesized, corpus: Synthesized
 ) -> None:
