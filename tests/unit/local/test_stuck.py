@@ -191,6 +191,7 @@ def test_the_openapi_document_has_the_stuck_parameters(client: httpx.Client) -> 
     assert "waiting_on" in document["components"]["schemas"]["Stuck"]["properties"]
 
 
+@pytest.mark.slow
 def test_the_cli_lists_stuck_runs(stack: Stack, runs: dict[str, str], tmp_path: Path) -> None:
     env = {**_environment(stack, tmp_path), STUCK_AFTER_ENV: "1h"}
 

@@ -7,6 +7,7 @@ import time
 import uuid
 
 import psycopg
+import pytest
 
 from switchyard.engine.commands import StartExecution
 from switchyard.engine.dispatch import FunctionRegistry
@@ -28,6 +29,7 @@ def _timer_due(conninfo: str) -> float | None:
     return float(row[0]) if row else None
 
 
+@pytest.mark.slow
 def test_a_timer_no_engine_fires_is_stuck_until_an_engine_runs_again() -> None:
     key = uuid.uuid4().hex[:12]
     with fresh_database() as conninfo, handler_environment(conninfo):
