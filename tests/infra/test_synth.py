@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ from switchyard.constants import (
 )
 from switchyard.contract import placeholders_in
 from tests.infra.resolve import FakeAws, machines_by_workflow, properties_of
-from tests.infra.synth import Synthesized
+from tests.infra.synth import REPO, Synthesized
 
 
 @pytest.fixture(scope="module")
@@ -641,6 +642,17 @@ def test_each_alarm_has_its_runbook_name_and_threshold(
     assert queue["MetricName"] == "ApproximateAgeOfOldestMessage" and queue["Threshold"] == 300
     dead_letters = set(nested) - set(backlog)
     assert len(dead_letters) == 6 and all(n.endswith("-dead-letters") for n in dead_letters)
+
+
+def test_the_runbooks_name_every_alarm_with_its_threshold() -> None:
+    """docs/runbooks.md's table of alarms, against the synthesized names and thresholds."""
+    table = (REPO / "docs" / "runbooks.md").read_text().split("## The alarms", 1)[1]
+    documented: dict[str, float] = {}
+    for row in re.findall(r"^\| `(Switchyard-[a-z-]+)` \|[^|]+\|([^|]+)\|", table, re.MULTILINE):
+        name, threshold = row
+        number = float(re.findall(r"\d+", threshold)[-1])
+        documented[name] = number * 1000 if name == "Switchyard-stuck-runs" else number
+    assert documented == PLATFORM_ALARMS
 
 
 def test_the_stuck_runs_alarm_watches_the_longest_step_attempt(platform: Synthesized) -> None:
