@@ -21,6 +21,14 @@ export type RunRow = {
   ended_at: string | null;
   waiting_on: GateRef[];
   child: boolean;
+  stuck: Stuck | null;
+};
+
+/** A stuck run (docs/runbooks.md#stuck-runs): since when, and on what it waits. */
+export type Stuck = {
+  last_transition_at: string;
+  idle_seconds: number;
+  waiting_on: { kind: string; state: string | null; step: string | null; run_id: string | null }[];
 };
 
 export type RunsPage = { runs: RunRow[]; next: string | null };

@@ -75,7 +75,10 @@ MAX_LIST = 500
 RUN_ID_PATTERN = r"^[0-9A-Za-z_-]{1,80}$"
 """A Step Functions execution name, as an Idempotency-Key must be."""
 _RUN_ID = re.compile(RUN_ID_PATTERN)
-STUCK_AFTER_PATTERN = r"^[0-9]+[smhd]?$"
+STUCK_AFTER_PATTERN = (
+    r"^(0*[1-9][0-9]{0,6}s?|0*[1-9][0-9]{0,4}m|0*[1-9][0-9]{0,3}h|0*[1-9][0-9]{0,2}d)?$"
+)
+"""A threshold of one second to under 1,000 days (empty: none given)."""
 
 router = APIRouter(tags=["runs"])
 
@@ -275,7 +278,8 @@ def get_runs(
         Annotated[str, Field(pattern=STUCK_AFTER_PATTERN)] | None,
         BeforeValidator(_blank_is_none),
         Query(
-            description="The stuck threshold (implies `stuck=true`): seconds, or 90s, 10m, 1h;"
+            description="The stuck threshold (implies `stuck=true` unless `stuck=false`):"
+            " seconds, or 90s, 10m, 1h, 2d;"
             f" default the server's {STUCK_AFTER_ENV}, else {DEFAULT_STUCK_AFTER_SECONDS} s."
         ),
     ] = None,
@@ -283,12 +287,7 @@ def get_runs(
     """The latest runs first."""
     check_query(request, ("status", "workflow", "limit", "stuck", "stuck_after"))
     with api.pool.connection() as conn:
-        if stuck is False and stuck_after is not None:
-            raise BadRequestError(
-                "stuck_after is the threshold of stuck=true; leave it out with stuck=false",
-                code="bad_stuck_after",
-            )
-        if stuck or stuck_after is not None:
+        if stuck or (stuck is None and stuck_after is not None):
             runs = _stuck(conn, status, workflow, limit or 50, stuck_after)
         else:
             runs = list_runs(conn, status=status, limit=limit or 50, workflow=workflow)

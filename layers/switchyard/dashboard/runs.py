@@ -1,6 +1,6 @@
 """The runs list: newest first, filtered by status, workflow, time range and run id, one keyset
 page at a time (the cursor is the last row's `(started_at, execution_id)`, so page 2,000 costs
-what page 1 does)."""
+what page 1 does). Each row says whether the run is stuck (`stuck`, null when it is not)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from switchyard.constants import DEFAULT_STUCK_AFTER_SECONDS
 from switchyard.dashboard.errors import BadQueryError
 from switchyard.local.report import RUN_STATUSES
+from switchyard.local.stuck import OPEN_STATUSES, StuckAfterError, stuck_after, stuck_runs
 
 MAX_PAGE = 200
 MAX_SEARCH = 80
@@ -104,10 +106,25 @@ def runs_page(conn: psycopg.Connection[Any], query: RunFilter) -> dict[str, Any]
     more = len(rows) > query.limit
     rows = rows[: query.limit]
     last = rows[-1] if rows else None
+    stuck = _stuck(conn, [row["execution_id"] for row in rows if row["status"] in OPEN_STATUSES])
     return {
-        "runs": [run_row(row) for row in rows],
+        "runs": [{**run_row(row), "stuck": stuck.get(row["execution_id"])} for row in rows],
         "next": encode_cursor(last["started_at"], last["execution_id"]) if more and last else None,
     }
+
+
+def _stuck(conn: psycopg.Connection[Any], execution_ids: list[int]) -> dict[int, Any]:
+    """The page's stuck runs (docs/runbooks.md#stuck-runs): execution id -> since when and on
+    what they wait; the server's SWITCHYARD_STUCK_AFTER, or its default when that is unreadable
+    (`runs list --stuck` says what is wrong with it)."""
+    if not execution_ids:
+        return {}
+    try:
+        after = stuck_after()
+    except StuckAfterError:
+        after = DEFAULT_STUCK_AFTER_SECONDS
+    found = stuck_runs(conn, after_seconds=after, execution_ids=execution_ids)
+    return {run.execution_id: run.to_json()["stuck"] for run in found}
 
 
 def _number(value: Any) -> float:

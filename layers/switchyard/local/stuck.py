@@ -36,6 +36,7 @@ from switchyard.model.durations import parse_duration
 WaitKind = Literal["task", "callback", "timer", "sub_workflow", "none"]
 
 OPEN_STATUSES = ("running", "waiting", "paused")
+MAX_STUCK_AFTER_SECONDS = 999 * 86400
 
 IDLE_RUNS_SQL = """
 WITH RECURSIVE chosen (execution_id, selected) AS (
@@ -159,10 +160,10 @@ def stuck_after(value: str | int | None = None) -> int:
         seconds = parse_duration(value)
     except ValueError:
         seconds = 0
-    if seconds < 1:
+    if not 1 <= seconds <= MAX_STUCK_AFTER_SECONDS:
         raise StuckAfterError(
-            f"the stuck threshold {where} is not a duration of at least one second: write"
-            " seconds (300) or 90s, 10m, 1h"
+            f"the stuck threshold {where} is not a duration of at least one second (and at"
+            " most 999 days): write seconds (300) or 90s, 10m, 1h"
         )
     return seconds
 

@@ -15,15 +15,21 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+from playwright.sync_api import expect
 
+from switchyard.api.app import create_app
 from switchyard.cli.main import main
 from switchyard.constants import DEFAULT_STUCK_AFTER_SECONDS, STUCK_AFTER_ENV
+from switchyard.dashboard import mount_dashboard
+from switchyard.dashboard.runs import RunFilter, runs_page
 from switchyard.local.stuck import StuckAfterError, StuckRun, stuck_after, stuck_runs
 from tests import held
 from tests.cli import switchyard
 from tests.conftest import FIXTURES
 from tests.pg import fresh_database
 from tests.unit.api.support import Stack, start_stack, wait_for
+from tests.unit.dashboard.browser import chromium
+from tests.unit.dashboard.support import WEB_DIST, serve
 
 OPERATIONS = FIXTURES / "operations"
 AFTER = 1
@@ -167,6 +173,10 @@ def test_the_rest_api_lists_stuck_runs(
     assert client.get("/runs", params={"stuck": "true"}).json() == {"runs": []}
     plain = client.get("/runs", params={"workflow": "hold"}).json()["runs"]
     assert plain and all("stuck" not in run for run in plain)
+    unstuck = client.get("/runs", params={"workflow": "hold", "stuck": "false", "stuck_after": "1"})
+    assert unstuck.json()["runs"] == plain  # stuck=false: the plain list, threshold or not
+    blank = client.get("/runs", params={"workflow": "hold", "stuck_after": ""})
+    assert blank.json()["runs"] == plain
 
 
 def test_bad_stuck_parameters_are_400(client: httpx.Client) -> None:
@@ -175,7 +185,8 @@ def test_bad_stuck_parameters_are_400(client: httpx.Client) -> None:
         {"stuck_after": "0"},
         {"stuck_after": "soon"},
         {"stuck_after": "-5"},
-        {"stuck": "false", "stuck_after": "10"},
+        {"stuck_after": "1000d"},
+        {"stuck_after": "3930401656409s"},
     ):
         answer = client.get("/runs", params=params)
         assert answer.status_code == 400, (params, answer.text)
@@ -241,9 +252,42 @@ def test_the_threshold_comes_from_the_argument_the_environment_or_the_default(
     monkeypatch.setenv(STUCK_AFTER_ENV, "10m")
     assert stuck_after() == 600
     assert stuck_after("90") == 90 and stuck_after("2h") == 7200 and stuck_after(5) == 5
-    for bad in ("0", "soon", "-1", "1.5"):
+    assert stuck_after("999d") == 999 * 86400
+    for bad in ("0", "soon", "-1", "1.5", "1000d", str(10**15)):
         with pytest.raises(StuckAfterError, match="at least one second"):
             stuck_after(bad)
     monkeypatch.setenv(STUCK_AFTER_ENV, "later")
     with pytest.raises(StuckAfterError, match=f"{STUCK_AFTER_ENV}='later'"):
         stuck_after()
+
+
+def test_the_dashboard_runs_page_marks_stuck_runs(
+    stack: Stack, runs: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(STUCK_AFTER_ENV, str(AFTER))
+    with _connect(stack) as conn:
+        rows = {row["run_id"]: row for row in runs_page(conn, RunFilter(limit=200))["runs"]}
+
+    assert rows[runs["hold"]]["stuck"]["waiting_on"][0]["kind"] == "task"
+    assert rows[runs["nest"]]["stuck"]["waiting_on"][0]["run_id"] == runs["nest.child"]
+    for name in ("gated", "pausing", "backoff", "linear"):
+        assert rows[runs[name]]["stuck"] is None
+
+
+@pytest.mark.slow
+def test_the_dashboard_shows_a_stuck_chip_on_the_row(
+    stack: Stack, runs: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(STUCK_AFTER_ENV, str(AFTER))
+    app = create_app(stack.server.context)
+    dashboard = mount_dashboard(app, stack.server.context, web_dir=WEB_DIST)
+    with serve(app, dashboard) as url, chromium() as browser:
+        page = browser.new_page(base_url=url)
+        page.goto("/ui/")
+        hold = page.locator(f'[data-run-id="{runs["hold"]}"]')
+        expect(hold).to_have_attribute("data-run-stuck", "true")
+        expect(hold.locator(".chip.stuck")).to_contain_text("task hold")
+        gated = page.locator(f'[data-run-id="{runs["gated"]}"]')
+        expect(gated).to_have_attribute("data-run-status", "waiting")
+        expect(gated).not_to_have_attribute("data-run-stuck", "true")
+        expect(gated.locator(".chip.stuck")).to_have_count(0)

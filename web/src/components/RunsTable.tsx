@@ -1,5 +1,5 @@
 import { Link } from "react-router-dom";
-import type { RunRow } from "../api";
+import type { RunRow, Stuck } from "../api";
 import { count, duration, usd, when } from "../format";
 import { StatusBadge } from "./Layout";
 
@@ -21,7 +21,12 @@ export function RunsTable({ runs, showWorkflow = true }: { runs: RunRow[]; showW
       </thead>
       <tbody>
         {runs.map((run) => (
-          <tr key={run.run_id + run.started_at} data-run-id={run.run_id} data-run-status={run.status}>
+          <tr
+            key={run.run_id + run.started_at}
+            data-run-id={run.run_id}
+            data-run-status={run.status}
+            data-run-stuck={run.stuck ? "true" : undefined}
+          >
             <td className="mono">
               <Link to={`/runs/${encodeURIComponent(run.run_id)}`}>{run.run_id}</Link>
             </td>
@@ -41,6 +46,7 @@ export function RunsTable({ runs, showWorkflow = true }: { runs: RunRow[]; showW
               {count(run.tokens.input)} / {count(run.tokens.output)}
             </td>
             <td>
+              {run.stuck && <StuckChip stuck={run.stuck} />}
               {run.waiting_on.map((gate) => (
                 <span key={gate.step} className="chip">
                   {gate.step}
@@ -52,5 +58,15 @@ export function RunsTable({ runs, showWorkflow = true }: { runs: RunRow[]; showW
         ))}
       </tbody>
     </table>
+  );
+}
+
+function StuckChip({ stuck }: { stuck: Stuck }) {
+  const what = stuck.waiting_on.map((wait) => `${wait.kind} ${wait.step ?? wait.state ?? ""}`.trim());
+  const minutes = Math.floor(stuck.idle_seconds / 60);
+  return (
+    <span className="chip stuck" title={`no transition since ${stuck.last_transition_at}; waiting on ${what.join(", ")}`}>
+      stuck {minutes > 0 ? `${minutes} min` : `${Math.floor(stuck.idle_seconds)} s`} · {what.join(", ")}
+    </span>
   );
 }
