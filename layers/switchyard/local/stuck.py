@@ -38,7 +38,7 @@ WaitKind = Literal["task", "callback", "timer", "sub_workflow", "none"]
 OPEN_STATUSES = ("running", "waiting", "paused")
 MAX_STUCK_AFTER_SECONDS = 999 * 86400
 
-IDLE_RUNS_SQL = """
+STUCK_WAITS_SQL = """
 WITH RECURSIVE chosen (execution_id, selected) AS (
     SELECT r.execution_id, TRUE FROM workflow_runs r
      WHERE r.status IN ('running', 'waiting', 'paused')
@@ -51,50 +51,62 @@ WITH RECURSIVE chosen (execution_id, selected) AS (
      WHERE c.status IN ('running', 'waiting', 'paused')
 ), runs AS (
     SELECT execution_id, bool_or(selected) AS selected FROM chosen GROUP BY execution_id
+), waits (execution_id, frame_id, kind, step, due_at, child_execution_id) AS (
+    SELECT t.execution_id, t.frame_id, t.kind, t.parameters->'Payload'->>'step_id', due.at,
+           child.execution_id
+      FROM runs
+      JOIN sfn_tasks t ON t.execution_id = runs.execution_id
+      LEFT JOIN LATERAL (
+           SELECT min(m.fire_at) AS at FROM sfn_timers m
+            WHERE m.execution_id = t.execution_id AND m.frame_id = t.frame_id) due ON TRUE
+      LEFT JOIN LATERAL (
+           SELECT c.execution_id FROM workflow_runs c
+             JOIN sfn_executions ce ON ce.id = c.execution_id
+            WHERE t.kind = 'child' AND c.parent_execution_id = t.execution_id
+              AND ce.status = 'RUNNING' AND (ce.parent->>'frame')::int = t.frame_id
+            ORDER BY c.execution_id DESC LIMIT 1) child ON TRUE
+     WHERE (due.at IS NULL OR due.at < %(idle_since)s)
+       AND NOT (t.token IS NOT NULL
+                AND EXISTS (SELECT 1 FROM gates g WHERE g.token = t.token AND g.status = 'open'))
+    UNION ALL
+    SELECT m.execution_id, m.frame_id, 'timer', NULL, m.fire_at, NULL
+      FROM runs
+      JOIN sfn_timers m ON m.execution_id = runs.execution_id
+     WHERE m.fire_at < %(idle_since)s
+       AND NOT EXISTS (SELECT 1 FROM sfn_tasks t
+                        WHERE t.execution_id = m.execution_id AND t.frame_id = m.frame_id)
+    UNION ALL
+    SELECT runs.execution_id, NULL, 'none', NULL, NULL, NULL
+      FROM runs
+     WHERE NOT EXISTS (SELECT 1 FROM sfn_tasks t WHERE t.execution_id = runs.execution_id)
+       AND NOT EXISTS (SELECT 1 FROM sfn_timers m WHERE m.execution_id = runs.execution_id)
 )
-SELECT r.*, e.arn, runs.selected, COALESCE(last.at, r.started_at) AS last_transition_at
-  FROM runs
-  JOIN workflow_runs r ON r.execution_id = runs.execution_id
-  JOIN sfn_executions e ON e.id = r.execution_id
+SELECT r.execution_id, r.run_id, r.workflow, r.workflow_version, r.status, r.cost_usd,
+       r.input_tokens, r.output_tokens, r.started_at, r.ended_at, runs.selected,
+       COALESCE(last.at, r.started_at) AS last_transition_at,
+       w.kind, f.data->>'state' AS state, w.step, w.due_at,
+       w.child_execution_id, c.run_id AS child_run_id, ce.parent->>'step' AS child_step
+  FROM waits w
+  JOIN runs ON runs.execution_id = w.execution_id
+  JOIN workflow_runs r ON r.execution_id = w.execution_id
+  LEFT JOIN sfn_frames f ON f.execution_id = w.execution_id AND f.frame_id = w.frame_id
+  LEFT JOIN workflow_runs c ON c.execution_id = w.child_execution_id
+  LEFT JOIN sfn_executions ce ON ce.id = w.child_execution_id
   LEFT JOIN LATERAL (
        SELECT h.at FROM sfn_history h
         WHERE h.execution_id = r.execution_id
         ORDER BY h.event_id DESC LIMIT 1) last ON TRUE
  WHERE COALESCE(last.at, r.started_at) < %(idle_since)s
 """
-"""The open runs asked for and their open sub-workflow runs (whether a parent is stuck depends on
-its children), when their last transition is older than the threshold: the candidates (the
-open runs' partial index, then one history row per run by its primary key)."""
-
-WAITS_SQL = """
-SELECT t.execution_id, t.kind, f.data->>'state' AS state,
-       t.parameters->'Payload'->>'step_id' AS step,
-       (SELECT min(m.fire_at) FROM sfn_timers m
-         WHERE m.execution_id = t.execution_id AND m.frame_id = t.frame_id) AS due_at,
-       t.token IS NOT NULL AND EXISTS (
-           SELECT 1 FROM gates g WHERE g.token = t.token AND g.status = 'open') AS gate_open,
-       child.execution_id AS child_execution_id, child.run_id AS child_run_id,
-       child.step AS child_step
-  FROM sfn_tasks t
-  LEFT JOIN sfn_frames f ON f.execution_id = t.execution_id AND f.frame_id = t.frame_id
-  LEFT JOIN LATERAL (
-       SELECT c.execution_id, c.run_id, ce.parent->>'step' AS step FROM workflow_runs c
-         JOIN sfn_executions ce ON ce.id = c.execution_id
-        WHERE t.kind = 'child' AND c.parent_execution_id = t.execution_id
-          AND ce.status = 'RUNNING' AND (ce.parent->>'frame')::int = t.frame_id
-        ORDER BY c.execution_id DESC LIMIT 1) child ON TRUE
- WHERE t.execution_id = ANY(%(ids)s::bigint[])
-UNION ALL
-SELECT m.execution_id, 'timer', f.data->>'state', NULL, m.fire_at, FALSE, NULL, NULL, NULL
-  FROM sfn_timers m
-  LEFT JOIN sfn_frames f ON f.execution_id = m.execution_id AND f.frame_id = m.frame_id
- WHERE m.execution_id = ANY(%(ids)s::bigint[])
-   AND NOT EXISTS (SELECT 1 FROM sfn_tasks t
-                    WHERE t.execution_id = m.execution_id AND t.frame_id = m.frame_id)
-"""
-"""What each candidate waits on: its tasks in flight (with the earliest timer of the task's
-frame, its open gate, its running child run) and its timers that belong to no task (Wait
-states, retry backoffs)."""
+"""What the open runs asked for (and their open sub-workflow runs, since whether a parent is
+stuck depends on its children) wait on without a known end, when they made no transition since
+`idle_since` (now less the threshold): a task in flight that no open gate holds and whose
+frame's earliest timer (its timeout or heartbeat) is not still ahead, a timer of no task (a
+Wait, a backoff) that fell due before `idle_since`, or nothing in flight at all (`none`). A task
+that runs a sub-workflow names the child (`child_execution_id`): it waits without end when the
+child is itself stuck, which `stuck_runs` decides. Waits on gates and on timers still ahead are
+left out here, so the rows are few however many runs are parked; the tasks and timers tables
+hold only work in flight."""
 
 
 class StuckAfterError(ValueError):
@@ -190,29 +202,24 @@ def stuck_runs(
         "status": status,
         "workflow": workflow,
     }
-    cursor = conn.cursor(row_factory=dict_row)
-    idle = {r["execution_id"]: r for r in cursor.execute(IDLE_RUNS_SQL, params).fetchall()}
-    if not idle:
-        return []
-    waits: dict[int, list[dict[str, Any]]] = {execution_id: [] for execution_id in idle}
-    for row in cursor.execute(WAITS_SQL, {"ids": list(idle)}).fetchall():
-        waits[row["execution_id"]].append(row)
-    found = _stuck_waits(idle, waits, now, after)
-    runs = [
+    rows = conn.cursor(row_factory=dict_row).execute(STUCK_WAITS_SQL, params).fetchall()
+    runs: dict[int, dict[str, Any]] = {row["execution_id"]: row for row in rows}
+    found = _stuck_waits(rows)
+    stuck = [
         StuckRun(
             execution_id,
-            listed_run(idle[execution_id]),
-            idle[execution_id]["last_transition_at"],
-            (now - idle[execution_id]["last_transition_at"]).total_seconds(),
+            listed_run(runs[execution_id]),
+            runs[execution_id]["last_transition_at"],
+            (now - runs[execution_id]["last_transition_at"]).total_seconds(),
             tuple(waiting),
         )
         for execution_id, waiting in found.items()
-        if idle[execution_id]["selected"]
+        if runs[execution_id]["selected"]
     ]
-    runs.sort(
-        key=lambda run: (idle[run.execution_id]["started_at"], run.execution_id), reverse=True
+    stuck.sort(
+        key=lambda run: (runs[run.execution_id]["started_at"], run.execution_id), reverse=True
     )
-    return runs[:limit] if limit is not None else runs
+    return stuck[:limit] if limit is not None else stuck
 
 
 def _database_now(conn: psycopg.Connection[Any]) -> datetime:
@@ -221,59 +228,28 @@ def _database_now(conn: psycopg.Connection[Any]) -> datetime:
     return row[0]  # type: ignore[no-any-return]
 
 
-def _stuck_waits(
-    idle: Mapping[int, Mapping[str, Any]],
-    waits: Mapping[int, Iterable[Mapping[str, Any]]],
-    now: datetime,
-    after: timedelta,
-) -> dict[int, list[Wait]]:
-    """Each idle run's waits without a known end; a run with none is not stuck. A sub-workflow
-    step waits without end when its child run is stuck, which is known once the child's own
-    waits are: the loop settles the runs deepest first."""
+def _stuck_waits(rows: Iterable[Mapping[str, Any]]) -> dict[int, list[Wait]]:
+    """Each stuck run's waits. A sub-workflow step waits without end when its child run is
+    stuck, which is known once the child's own waits are: the loop settles the runs deepest
+    first."""
     found: dict[int, list[Wait]] = {}
-    pending: dict[int, list[Mapping[str, Any]]] = {}
-    for execution_id, rows in waits.items():
-        own: list[Wait] = []
-        children: list[Mapping[str, Any]] = []
-        rows = list(rows)
-        for row in rows:
-            if row["child_execution_id"] is not None:
-                children.append(row)
-                continue
-            wait = _endless(row, now, after)
-            if wait is not None:
-                own.append(wait)
-        if not rows:
-            own.append(Wait("none"))
-        if own:
-            found[execution_id] = own
-        if children:
-            pending[execution_id] = children
+    children: list[Mapping[str, Any]] = []
+    for row in rows:
+        if row["child_execution_id"] is not None:
+            children.append(row)
+            continue
+        kind: WaitKind = row["kind"] if row["kind"] in ("callback", "timer", "none") else "task"
+        wait = Wait(kind, row["state"], row["step"], due_at=row["due_at"])
+        found.setdefault(row["execution_id"], []).append(wait)
     changed = True
     while changed:
         changed = False
-        for execution_id, children in pending.items():
-            for row in children:
-                child = row["child_execution_id"]
-                if child not in found:
-                    continue
-                wait = Wait(
-                    "sub_workflow", row["state"], row["child_step"], run_id=row["child_run_id"]
-                )
-                listed = found.setdefault(execution_id, [])
-                if wait not in listed:
-                    listed.append(wait)
-                    changed = True
+        for row in children:
+            if row["child_execution_id"] not in found:
+                continue
+            wait = Wait("sub_workflow", row["state"], row["child_step"], run_id=row["child_run_id"])
+            listed = found.setdefault(row["execution_id"], [])
+            if wait not in listed:
+                listed.append(wait)
+                changed = True
     return found
-
-
-def _endless(row: Mapping[str, Any], now: datetime, after: timedelta) -> Wait | None:
-    """The wait of an idle run, when it has no known end: no open gate holds it, and it has no
-    timer, or its timer fell due longer than the threshold ago."""
-    if row["gate_open"]:
-        return None
-    due: datetime | None = row["due_at"]
-    if due is not None and due + after > now:
-        return None  # a timer still ahead (or just due: the engine fires it)
-    kind: WaitKind = row["kind"] if row["kind"] in ("callback", "timer") else "task"
-    return Wait(kind, row["state"], row["step"], due_at=due)
