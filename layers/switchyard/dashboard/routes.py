@@ -165,7 +165,9 @@ def dashboard_router(context: ApiContext, feed: LiveFeed, *, token: str | None =
             headers={"WWW-Authenticate": 'Bearer realm="switchyard"'},
         )
 
-    return data_router(pool=context.pool, callbacks=context.commands, feed=feed, guard=authorized)
+    return data_router(
+        pool=context.pool, callbacks=context.commands, feed=feed, guard=authorized, stuck=True
+    )
 
 
 def data_router(
@@ -175,10 +177,13 @@ def data_router(
     feed: LiveFeed | None,
     guard: Guard | None = None,
     reviewer: Reviewer = header_reviewer,
+    stuck: bool = False,
 ) -> APIRouter:
     """The data API over `pool`: decisions reach runs through `callbacks`; `feed` pushes changes
     (None: `/live` answers 501 `live_unavailable`, and pages poll); `guard` runs before every
-    route; `reviewer` names who decides."""
+    route; `reviewer` names who decides. `stuck`: `pool` is a local engine's database, whose
+    tasks and timers say which runs are stuck (on Aurora, Step Functions keeps those to itself,
+    and the runs list says nothing of it)."""
     # PUBLIC to the REST API's own token check (header only): `guard` checks the caller itself
     # (locally the token by header or by cookie, which is all an EventSource can send)
     router = APIRouter(
@@ -215,7 +220,7 @@ def data_router(
                 cursor=cursor or None,
                 limit=limit,
             )
-            return read(lambda conn: runs_page(conn, filters))()
+            return read(lambda conn: runs_page(conn, filters, stuck=stuck))()
 
         return await _answer(query)
 

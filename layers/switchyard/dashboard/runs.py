@@ -1,6 +1,7 @@
 """The runs list: newest first, filtered by status, workflow, time range and run id, one keyset
 page at a time (the cursor is the last row's `(started_at, execution_id)`, so page 2,000 costs
-what page 1 does). Each row says whether the run is stuck (`stuck`, null when it is not)."""
+what page 1 does). On a local engine's database each row says whether the run is stuck (`stuck`,
+null when it is not, and always on AWS)."""
 
 from __future__ import annotations
 
@@ -79,7 +80,11 @@ def _like_prefix(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def runs_page(conn: psycopg.Connection[Any], query: RunFilter) -> dict[str, Any]:
+def runs_page(
+    conn: psycopg.Connection[Any], query: RunFilter, *, stuck: bool = False
+) -> dict[str, Any]:
+    """A page of runs; with `stuck` (a local engine's database), each open run's row says
+    whether it is stuck."""
     where = ["TRUE"]
     params: dict[str, Any] = {"limit": query.limit + 1}
     if query.status:
@@ -106,9 +111,10 @@ def runs_page(conn: psycopg.Connection[Any], query: RunFilter) -> dict[str, Any]
     more = len(rows) > query.limit
     rows = rows[: query.limit]
     last = rows[-1] if rows else None
-    stuck = _stuck(conn, [row["execution_id"] for row in rows if row["status"] in OPEN_STATUSES])
+    opened = [row["execution_id"] for row in rows if row["status"] in OPEN_STATUSES]
+    found = _stuck(conn, opened) if stuck else {}
     return {
-        "runs": [{**run_row(row), "stuck": stuck.get(row["execution_id"])} for row in rows],
+        "runs": [{**run_row(row), "stuck": found.get(row["execution_id"])} for row in rows],
         "next": encode_cursor(last["started_at"], last["execution_id"]) if more and last else None,
     }
 
