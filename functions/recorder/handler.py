@@ -12,10 +12,10 @@ from typing import Any
 import boto3  # type: ignore[import-untyped]
 
 from switchyard.records.recorder import Recorder, function_names, handle_event
-from switchyard.runtime.instruments import function_logger
+from switchyard.runtime.instruments import instruments
 from switchyard.runtime.wiring import database_pool
 
-logger = function_logger("recorder")
+logger, metrics, _ = instruments("recorder")
 
 
 @cache
@@ -29,4 +29,4 @@ def _recorder() -> Recorder:
 
 @logger.inject_lambda_context(log_event=False)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return handle_event(event, _recorder())
+    return handle_event(event, _recorder(), metrics=metrics)

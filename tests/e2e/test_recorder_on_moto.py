@@ -32,6 +32,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from aws_lambda_powertools import Metrics
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
@@ -52,7 +53,7 @@ from switchyard.gates import Decision, GateStore, decide
 from switchyard.gates.callbacks import Boto3Callbacks
 from switchyard.local.engine_client import EngineCommands
 from switchyard.model import Workflow
-from switchyard.records.recorder import HistoryBehindError, Recorder
+from switchyard.records.recorder import HistoryBehindError, Recorder, handle_event
 from switchyard.runtime import wiring
 from tests.e2e.examples import CHILDREN, run_input, script_path
 from tests.e2e.test_examples_on_moto import (
@@ -626,7 +627,10 @@ def test_an_end_the_history_does_not_show_yet_is_refused_then_recorded() -> None
 
 
 @pytest.mark.slow
-def test_two_recorders_of_one_execution_at_once_project_each_event_once() -> None:
+def test_two_recorders_of_one_execution_at_once_project_each_event_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The one that lost the race read again, counted as a version conflict (EMF)."""
     scenario = load_scenario(CASES[0].parent / "retry-then-succeed.yaml")
     with fresh_database() as local, fresh_database() as deployed:
         _engine_scenario(scenario, local, "run-1")
@@ -636,9 +640,20 @@ def test_two_recorders_of_one_execution_at_once_project_each_event_once() -> Non
         ):
             ended = status_change(sfn, execution)
             first = Recorder(pool, sfn)
-            second = Recorder(pool, _Racing(sfn, lambda: _answer(first, ended)))
-            raced = _answer(second, ended)
+            won: list[dict[str, Any]] = []
+            second = Recorder(pool, _Racing(sfn, lambda: won.append(_answer(first, ended))))
+            metrics = Metrics(namespace="switchyard", service="recorder")
+            with monkeypatch.context() as patch:
+                patch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+                capsys.readouterr()
+                raced = handle_event(ended, second, metrics=metrics)
+                emitted = capsys.readouterr().out
             assert raced["events"] == 0  # the other one went first; this one read again
+            assert raced["conflicts"] == 1 and won[0]["conflicts"] == 0
+            assert raced["workflow"] == scenario.workflow.name
+            (record,) = [json.loads(line) for line in emitted.splitlines() if '"_aws"' in line]
+            assert record["VersionConflicts"] == [1.0]
+            assert (record["service"], record["workflow"]) == ("recorder", raced["workflow"])
         assert_same_records(read_records(local), read_records(deployed))
 
 

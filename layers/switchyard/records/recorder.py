@@ -29,11 +29,12 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any
 
 import psycopg
+from aws_lambda_powertools import Metrics
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 from pydantic import ValidationError
@@ -43,6 +44,7 @@ from switchyard.records.events import TERMINAL, ExecutionStatusChange
 from switchyard.records.history import ExecutionState, HistoryProjection, state_writes
 from switchyard.records.jsonb import json_text
 from switchyard.records.projection import RunRecords, RunRef, RunStart, workflow_of
+from switchyard.runtime.instruments import count_version_conflicts
 
 log = logging.getLogger(__name__)
 
@@ -93,13 +95,16 @@ class HistoryBehindError(RecorderError):
 @dataclass(frozen=True)
 class Recorded:
     """What one call recorded: `events` projected now; the execution's status as recorded;
-    `ignored` when the execution is not a switchyard workflow's."""
+    `ignored` when the execution is not a switchyard workflow's; `conflicts`, how often another
+    recorder changed the execution's row first (a version conflict: this one read again)."""
 
     execution_arn: str
     events: int = 0
     status: str | None = None
     redrive_count: int = 0
     ignored: bool = False
+    workflow: str | None = None
+    conflicts: int = 0
 
 
 @dataclass(frozen=True)
@@ -186,12 +191,14 @@ class Recorder:
             mirror = self._mirror_new(execution_arn)
             if mirror is None:
                 return Recorded(execution_arn, ignored=True)
-        for _ in range(self._attempts):
+        for conflicts in range(self._attempts):
             events = self._history(execution_arn)
             with self._pool.connection() as conn:
                 recorded = self._project(conn, mirror, events)
                 if recorded is not None:
-                    return recorded
+                    if conflicts and recorded.workflow is None:  # the metric names it
+                        recorded = replace(recorded, workflow=_workflow(conn, mirror))
+                    return replace(recorded, conflicts=conflicts)
                 found = _mirror(conn, execution_arn)  # another recorder went first: read again
             assert found is not None
             mirror = found
@@ -318,8 +325,18 @@ class Recorder:
                  state.cause, state.stopped_at, state.redrive_count, mirror.id),
             )  # fmt: skip
         return Recorded(
-            mirror.arn, events=len(new), status=state.status, redrive_count=state.redrive_count
+            mirror.arn,
+            events=len(new),
+            status=state.status,
+            redrive_count=state.redrive_count,
+            workflow=workflow[0],
         )
+
+
+def _workflow(conn: psycopg.Connection[Any], mirror: _Mirror) -> str | None:
+    row = conn.execute(DEFINITION_SQL, (mirror.definition_hash,)).fetchone()
+    workflow = workflow_of(json.loads(str(row[0])).get("Comment")) if row else None
+    return workflow[0] if workflow else None
 
 
 def _error_code(exc: Exception) -> str | None:
@@ -360,10 +377,12 @@ def function_names(environ: Mapping[str, str]) -> dict[str, str]:
     return {deployed: folder for folder, deployed in names.items()}
 
 
-def handle_event(event: Any, recorder: Recorder) -> dict[str, Any]:
+def handle_event(
+    event: Any, recorder: Recorder, *, metrics: Metrics | None = None
+) -> dict[str, Any]:
     """The recorder function's work: an EventBridge event in, what was recorded out. An event
     that is not a Step Functions execution status change is ignored (and said so), never
-    retried."""
+    retried. Version conflicts go to `metrics` (`VersionConflicts`) when given."""
     try:
         change = ExecutionStatusChange.model_validate(event)
     except ValidationError as exc:
@@ -371,6 +390,8 @@ def handle_event(event: Any, recorder: Recorder) -> dict[str, Any]:
         log.warning("ignored: not a Step Functions execution status change (%s)", fields)
         return {"ignored": True, "reason": f"not an execution status change: {fields}"}
     recorded = recorder.handle(change)
+    if metrics is not None:
+        count_version_conflicts(metrics, workflow=recorded.workflow, count=recorded.conflicts)
     log.info(
         "recorded",
         extra={

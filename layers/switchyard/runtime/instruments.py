@@ -12,8 +12,10 @@ import sys
 import threading
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
-from switchyard.constants import METRICS_NAMESPACE
+from switchyard.constants import METRICS_NAMESPACE, Metric, MetricDimension
 
 _INSTRUMENTS: dict[str, tuple[Logger, Metrics, Tracer]] = {}
 _LOCK = threading.Lock()
@@ -36,3 +38,13 @@ def instruments(function: str) -> tuple[Logger, Metrics, Tracer]:
 
 def function_logger(function: str) -> Logger:
     return instruments(function)[0]
+
+
+def count_version_conflicts(metrics: Metrics, *, workflow: str | None, count: int) -> None:
+    """`count` version conflicts (a writer that found the record changed under it and read it
+    again) as EMF, beside the step functions' own (docs/runbooks.md#concurrent-updates)."""
+    if count <= 0 or is_metrics_disabled():
+        return
+    metrics.add_dimension(name=MetricDimension.WORKFLOW, value=workflow or "unknown")
+    metrics.add_metric(name=Metric.VERSION_CONFLICTS, unit=MetricUnit.Count, value=count)
+    metrics.flush_metrics()
