@@ -45,7 +45,8 @@ from switchyard.constants import (
 PERIOD = Duration.minutes(5)
 STEP_FUNCTIONS = ("agent_step", "tool_step", "router_step")
 ORPHAN_AGE_SECONDS = 3600
-"""A failed step's input that has waited an hour in the dead-letter queue: nobody redrove it."""
+"""A message that has waited an hour in a platform dead-letter queue (a failed step's input, an
+execution the recorder could not record): nobody has handled it."""
 QUEUE_BACKLOG_SECONDS = 300
 VERSION_CONFLICTS_PER_PERIOD = 10
 RETRY_ATTEMPTS_PER_PERIOD = 50
@@ -349,9 +350,9 @@ class Monitoring(Construct):
                 f"{cid}Age",
                 queue.metric_approximate_age_of_oldest_message(period=PERIOD, statistic="Maximum"),
                 f"switchyard: a message has waited {ORPHAN_AGE_SECONDS} s or more in {name}:"
-                " a failed run's input nobody redrove (docs/runbooks.md#orphaned-runs)",
+                " left there, unhandled (docs/runbooks.md#orphaned-runs)",
                 self.topic,
-                name=alarm_name(settings, "orphan-age"),
+                name=alarm_name(settings, f"{name}-age"),
                 threshold=ORPHAN_AGE_SECONDS,
             )
         )

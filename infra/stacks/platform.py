@@ -102,6 +102,7 @@ class SwitchyardStack(Stack):
         CfnOutput(self, "DatabaseClusterIdentifier", value=self.store.cluster.cluster_identifier)
         CfnOutput(self, "AnthropicApiKeySecretArn", value=self.functions.model_api_key.secret_arn)
         CfnOutput(self, "StepDeadLetterQueueUrl", value=self.workflows.dead_letters.queue_url)
+        CfnOutput(self, "RecorderDeadLetterQueueUrl", value=self.recorder.dead_letters.queue_url)
         CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name)
         # Each workflow's live alias, queue and webhook URLs are outputs of its nested stack: a
         # stack has at most 200 outputs.

@@ -8,6 +8,7 @@ The `test:orphans` block runs last, after the engine has stopped: it starts one.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -40,6 +41,14 @@ OPERATIONS = FIXTURES / "operations"
 E2E_WORKFLOWS = Path(__file__).parent / "workflows"
 RATE_LIMIT = REPO / "tests" / "scenarios" / "cases" / "rate-limit-retried.yaml"
 STACK = "Switchyard"
+LOST_EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:Switchyard-backoff:run-7"
+RECORDER_EVENT = {
+    "version": "0",
+    "source": "aws.states",
+    "detail-type": "Step Functions Execution Status Change",
+    "detail": {"executionArn": LOST_EXECUTION, "status": "SUCCEEDED"},
+}
+"""A status-change event the recorder could not record, as its dead-letter queue holds it."""
 FINAL = {"succeeded", "failed", "cancelled", "timed_out"}
 
 # --- the runbook's blocks -----------------------------------------------------------------------
@@ -342,6 +351,8 @@ def _aws_state(moto_url: str) -> None:
     for queue in (f"{STACK}-step-dead-letters", f"{STACK}-tickets"):
         url = sqs.create_queue(QueueName=queue)["QueueUrl"]
         sqs.send_message(QueueUrl=url, MessageBody='{"workflow": "backoff", "step": "call"}')
+    url = sqs.create_queue(QueueName=f"{STACK}-recorder-dead-letters")["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody=json.dumps(RECORDER_EVENT))
 
 
 # --- the sections -------------------------------------------------------------------------------
@@ -407,8 +418,12 @@ def _orphaned_runs(bed: Bed) -> Prepared:
     def after(bed: Bed, env: dict[str, str], output: str) -> None:
         assert "the downstream refused" in output  # the local dead letter's body
         assert '"step": "call"' in output  # the one on the queue
+        assert LOST_EXECUTION in output  # the recorder's
 
-    return {"DLQ_URL": _queue_url(bed, "step-dead-letters")}, after
+    return {
+        "DLQ_URL": _queue_url(bed, "step-dead-letters"),
+        "RECORDER_DLQ_URL": _queue_url(bed, "recorder-dead-letters"),
+    }, after
 
 
 def _queue_url(bed: Bed, name: str) -> str:

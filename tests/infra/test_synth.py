@@ -614,7 +614,9 @@ PLATFORM_ALARMS = {
     "Switchyard-stuck-runs": 300_000,
     "Switchyard-step-throttles": 10,
     "Switchyard-step-dead-letters": 1,
-    "Switchyard-orphan-age": 3600,
+    "Switchyard-step-dead-letters-age": 3600,
+    "Switchyard-recorder-dead-letters": 1,
+    "Switchyard-recorder-dead-letters-age": 3600,
 }
 """The top-level stack's alarms by name, with their thresholds (docs/runbooks.md names them)."""
 
@@ -676,7 +678,7 @@ def test_the_stuck_runs_alarm_watches_the_longest_step_attempt(platform: Synthes
     (age,) = [
         a["Properties"]
         for a in platform.resources("AWS::CloudWatch::Alarm").values()
-        if a["Properties"]["AlarmName"] == "Switchyard-orphan-age"
+        if a["Properties"]["AlarmName"] == "Switchyard-step-dead-letters-age"
     ]
     assert age["MetricName"] == "ApproximateAgeOfOldestMessage"
 
