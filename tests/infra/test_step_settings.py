@@ -24,7 +24,7 @@ def function(synthesized: Synthesized, folder: str) -> tuple[str, dict[str, Any]
     (found,) = [
         (logical_id, resource["Properties"])
         for logical_id, resource in synthesized.resources("AWS::Lambda::Function").items()
-        if {"Key": "switchyard:function", "Value": folder} in resource["Properties"]["Tags"]
+        if {"Key": "switchyard:function", "Value": folder} in resource["Properties"].get("Tags", [])
     ]
     return found
 
