@@ -65,6 +65,8 @@ class Settings:
     """Connection name -> Secrets Manager secret (name or ARN) holding its conninfo."""
     tenant_daily_limits: Mapping[str, float] = field(default_factory=dict)
     """Tenant -> USD per UTC day (`SWITCHYARD_TENANT_DAILY_LIMITS`)."""
+    tenant_quotas: Mapping[str, Any] = field(default_factory=dict)
+    """Tenant -> model -> tokens and requests per minute (`SWITCHYARD_TENANT_QUOTAS`)."""
     model_prices: Mapping[str, Any] | None = None
     """Model id -> prices, checked against the catalog; shipped as a file in a layer."""
     email_from: str | None = None
@@ -101,6 +103,7 @@ class Settings:
             http_allowed_hosts=_hosts(get("httpAllowedHosts")),
             sql_connections=_sql_connections(get("sqlConnections")),
             tenant_daily_limits=_tenant_daily_limits(get("tenantDailyLimits")),
+            tenant_quotas=_tenant_quotas(get("tenantQuotas")),
             model_prices=_model_prices(get("modelPrices"), root),
             email_from=_email_from(get("emailFrom")),
             tool_resources=_tool_resources(get("toolResources")),
@@ -199,6 +202,20 @@ def _tenant_daily_limits(value: Any) -> dict[str, float]:
                 f">= 0), got {usd!r}"
             )
     return dict(limits)
+
+
+def _tenant_quotas(value: Any) -> dict[str, Any]:
+    """Checked the way the runtime reads them, so that a bad quota fails the synth."""
+    from switchyard.runtime.quotas import QuotaConfigError, parse_tenant_quotas
+
+    if value is None:
+        return {}
+    quotas = _object("tenantQuotas", value)
+    try:
+        parse_tenant_quotas(quotas, source=f"{CONTEXT_PREFIX}tenantQuotas")
+    except QuotaConfigError as exc:
+        raise SettingsError(str(exc)) from None
+    return quotas
 
 
 def _model_prices(value: Any, root: Path) -> dict[str, Any] | None:

@@ -24,6 +24,7 @@ from switchyard.constants import (
     HTTP_ALLOWED_HOSTS_ENV,
     SQL_CONNECTION_ENV_PREFIX,
     TENANT_DAILY_LIMITS_ENV,
+    TENANT_QUOTAS_ENV,
     WEBHOOK_INPUT_ENV,
 )
 
@@ -32,6 +33,7 @@ TOKEN_BYTES = 160
 
 SOURCES = {
     TENANT_DAILY_LIMITS_ENV: "switchyard:tenantDailyLimits (fewer tenants, or a `default`)",
+    TENANT_QUOTAS_ENV: "switchyard:tenantQuotas (fewer tenants, or `*` for every model)",
     HTTP_ALLOWED_HOSTS_ENV: "switchyard:httpAllowedHosts (patterns such as *.example.com)",
     EMAIL_FROM_ENV: "switchyard:emailFrom",
     WEBHOOK_INPUT_ENV: "the webhook trigger's `input` in the workflow file (a shorter template)",

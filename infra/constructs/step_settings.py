@@ -2,10 +2,10 @@
 
 From CDK context (docs/deploy.md): the HTTP tools' host allow-list, SQL connections (each a
 Secrets Manager secret: the function gets `SWITCHYARD_SQL_<NAME>=secret:<secret>` and may read
-that secret), the default email sender, tenant daily limits, model prices (a file in a layer of
-its own, since the runtime reads prices from a file). From the workflows (`infra/tool_access.py`):
-one policy per step function with what its tools need, and a cdk-nag acknowledgement, with its
-reason, for each resource with a wildcard.
+that secret), the default email sender, tenant daily limits and quotas, model prices (a file in a
+layer of its own, since the runtime reads prices from a file). From the workflows
+(`infra/tool_access.py`): one policy per step function with what its tools need, and a cdk-nag
+acknowledgement, with its reason, for each resource with a wildcard.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from switchyard.constants import (
     SECRET_REFERENCE_PREFIX,
     SQL_CONNECTION_ENV_PREFIX,
     TENANT_DAILY_LIMITS_ENV,
+    TENANT_QUOTAS_ENV,
 )
 
 MODEL_PRICES_FOLDER = "switchyard-config"
@@ -81,6 +82,10 @@ class StepSettings(Construct):
             limits = json.dumps(dict(settings.tenant_daily_limits), sort_keys=True)
             for function in model_steps:
                 function.add_environment(TENANT_DAILY_LIMITS_ENV, limits)
+        if settings.tenant_quotas:
+            quotas = json.dumps(dict(settings.tenant_quotas), sort_keys=True, separators=(",", ":"))
+            for function in model_steps:
+                function.add_environment(TENANT_QUOTAS_ENV, quotas)
         self.model_prices: lambda_.LayerVersion | None = None
         if settings.model_prices is not None:
             self.model_prices = self._model_prices_layer(dict(settings.model_prices))

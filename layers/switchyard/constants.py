@@ -29,6 +29,9 @@ API_KEY_SECRET_ENV = "SWITCHYARD_ANTHROPIC_SECRET"
 # Budgets and stores
 TENANT_DAILY_LIMITS_ENV = "SWITCHYARD_TENANT_DAILY_LIMITS"
 """JSON `{"tenant": usd}`: each tenant's daily spend limit."""
+TENANT_QUOTAS_ENV = "SWITCHYARD_TENANT_QUOTAS"
+"""JSON `{"tenant": {"model id or *": {"tokens_per_minute": n, "requests_per_minute": n}}}`:
+each tenant's per-minute model quotas."""
 BUDGET_TABLE_ENV = "SWITCHYARD_BUDGET_TABLE"
 """DynamoDB table of the budget ledger (key `pk`)."""
 IDEMPOTENCY_TABLE_ENV = "SWITCHYARD_IDEMPOTENCY_TABLE"

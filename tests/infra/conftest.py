@@ -34,6 +34,7 @@ CONFIGURED_CONTEXT: dict[str, Any] = {
     "switchyard:httpAllowedHosts": ["crm.example.com", "*.example.org"],
     "switchyard:sqlConnections": {"ledger": "prod/ledger", "unused": "prod/unused"},
     "switchyard:tenantDailyLimits": {"acme": 50, "default": 200},
+    "switchyard:tenantQuotas": {"acme": {"claude-sonnet-4-5": {"tokens_per_minute": 400000}}},
     "switchyard:modelPrices": {"claude-haiku-4-5": {"input": 1.1, "output": 5.5}},
     "switchyard:emailFrom": "noreply@example.com",
     "switchyard:toolResources": {

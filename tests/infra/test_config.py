@@ -76,6 +76,11 @@ def test_model_prices_come_from_a_yaml_file_beside_the_app_and_are_checked(
         ("tenantDailyLimits", "{not json", "not JSON"),
         ("stuckAfterSeconds", "5m", "expected a whole number of seconds"),
         ("stuckAfterSeconds", 0, "expected a whole number of seconds"),
+        (
+            "tenantQuotas",
+            {"acme": {"claude-haiku-4-5": {"tokens_per_minute": 0}}},
+            r"tenantQuotas\.acme\.claude-haiku-4-5\.tokens_per_minute: expected a whole number",
+        ),
     ],
 )
 def test_a_setting_that_does_not_fit_is_refused_by_name(

@@ -16,6 +16,7 @@ from switchyard.constants import (
     MODEL_PRICES_ENV,
     SQL_CONNECTION_ENV_PREFIX,
     TENANT_DAILY_LIMITS_ENV,
+    TENANT_QUOTAS_ENV,
 )
 from tests.infra.synth import Synthesized
 
@@ -179,8 +180,12 @@ def test_hosts_sender_limits_and_prices_are_set_only_where_they_are_read(
     assert EMAIL_FROM_ENV not in tool and EMAIL_FROM_ENV not in agent
     for env in (agent, router):
         assert json.loads(env[TENANT_DAILY_LIMITS_ENV]) == {"acme": 50, "default": 200}
+        assert json.loads(env[TENANT_QUOTAS_ENV]) == {
+            "acme": {"claude-sonnet-4-5": {"tokens_per_minute": 400000}}
+        }
         assert env[MODEL_PRICES_ENV] == "/opt/switchyard-config/model-prices.json"
     assert TENANT_DAILY_LIMITS_ENV not in tool and MODEL_PRICES_ENV not in tool
+    assert TENANT_QUOTAS_ENV not in tool
 
 
 def test_model_prices_ship_in_a_layer_of_their_own(configured: Synthesized) -> None:

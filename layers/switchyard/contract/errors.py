@@ -34,6 +34,14 @@ class StepErrorName(StrEnum):
     again; the runtime picks up the decision."""
     INVALID_INPUT = "invalid_input"
     """The run's input does not match the workflow's `inputs` (raised by run_start)."""
+    THROTTLED = "throttled"
+    """A model call did not fit its tenant's quota (tokens or requests per minute) and was not
+    made; of type `transient`, and waited out by the machine's `Retry`."""
+
+
+WAITED_OUT: tuple[StepErrorName, ...] = (StepErrorName.THROTTLED,)
+"""Transient errors whose call was never made and that clear with time, not with another try at
+once: the compiler gives them a `Retry` rule of their own, with more attempts (compile/retry.py)."""
 
 
 TASK_TIMEOUT = "States.Timeout"
@@ -67,7 +75,7 @@ def error_names_for(error_type: ErrorType) -> list[str]:
     elif error_type is ErrorType.RATE_LIMIT:
         names += list(_THROTTLED)
     elif error_type is ErrorType.TRANSIENT:
-        names += list(LAMBDA_SERVICE_ERRORS)
+        names += [*map(str, WAITED_OUT), *LAMBDA_SERVICE_ERRORS]
     return names
 
 

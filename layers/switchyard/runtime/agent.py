@@ -11,7 +11,8 @@
 - Turns that asked for tools are journaled, so a step that runs again (after an approval, a
   crash, a retry) replays them rather than asking the model afresh.
 - Every call reserves its estimated cost first and settles the real one after; usage and cost are
-  summed over all calls.
+  summed over all calls. It also takes its share of the tenant's per-minute quota for the model
+  (`runtime/quotas.py`): a call that does not fit is not made, and the step fails `throttled`.
 """
 
 from __future__ import annotations
@@ -156,6 +157,7 @@ class AgentRun:
             step_budget=self.step.budget,
             tenant_daily_limit=services.tenant_daily_limits.get(invocation.workflow.tenant),
         )
+        self.quota = services.quota_guard(invocation.workflow.tenant)
         self.registry = ToolRegistry(tool_definitions(invocation))
         self.gateway = ToolGateway(
             self.registry, stores=services.tools, env=services.tool_env, rate_limits=services.gate
@@ -216,6 +218,7 @@ class AgentRun:
                 fallback_models=self.step.fallback_models,
                 gate=self.services.gate,
                 deadline=self.deadline,
+                quota=self.quota,
             )
         except BaseException:
             self.guard.release(reservation)

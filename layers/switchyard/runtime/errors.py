@@ -100,6 +100,26 @@ class RateLimitedError(StepError):
         return out
 
 
+class ThrottledError(TransientError):
+    """A model call would pass its tenant's quota (`quota` names the counter), so it was not
+    made; retried by the machine after a backoff, as the quota frees up over the minute."""
+
+    name = StepErrorName.THROTTLED
+
+    def __init__(self, message: str, *, quota: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.quota = quota
+        self.retry_after = retry_after
+        """Seconds after which the call would fit, as far as the counters know now."""
+
+    def cause(self) -> dict[str, Any]:
+        out = super().cause()
+        out["quota"] = self.quota
+        if self.retry_after is not None:
+            out["retry_after"] = round(self.retry_after, 1)
+        return out
+
+
 class InvalidOutputError(StepError):
     """The output does not parse or does not match the step's `output_schema`."""
 

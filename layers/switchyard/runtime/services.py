@@ -18,6 +18,12 @@ from switchyard.runtime.journal import InMemoryTurnJournal, TurnJournal
 from switchyard.runtime.large_outputs import OutputStore
 from switchyard.runtime.models_catalog import ModelCatalog, default_catalog, to_micros
 from switchyard.runtime.providers import ModelProvider, provider_from_env
+from switchyard.runtime.quotas import (
+    DEFAULT_PRIORITY,
+    QuotaGuard,
+    TenantQuotas,
+    tenant_quotas_from_env,
+)
 from switchyard.runtime.rate_limits import RateLimitGate
 from switchyard.runtime.settings import (
     BUDGET_TABLE_ENV,
@@ -27,6 +33,7 @@ from switchyard.runtime.settings import (
 )
 from switchyard.runtime.tools import GatewayStores, ToolEnvironment
 from switchyard.stores.budget import BudgetLedger
+from switchyard.stores.quota import QuotaStore
 
 
 def tenant_daily_limits_from_env() -> dict[str, int]:
@@ -53,6 +60,14 @@ class StepServices:
     clock: Clock = SYSTEM_CLOCK
     tenant_daily_limits: dict[str, int] = field(default_factory=tenant_daily_limits_from_env)
     """Tenant -> daily limit in micro-dollars."""
+    quota_store: QuotaStore | None = None
+    """None: quotas are not enforced."""
+    tenant_quotas: TenantQuotas = field(default_factory=tenant_quotas_from_env)
+    """Tenant -> model -> tokens and requests per minute (`SWITCHYARD_TENANT_QUOTAS`)."""
+
+    def quota_guard(self, tenant: str, priority: str = DEFAULT_PRIORITY) -> QuotaGuard:
+        """The quotas a model call of `tenant` at `priority` takes its share of."""
+        return QuotaGuard(self.quota_store, self.tenant_quotas.get(tenant, {}), tenant, priority)
 
     def provider_for(self, name: str | None, *, script: Any = None) -> ModelProvider:
         """The services' provider, else the run's own script (stored with the run by the local
@@ -74,6 +89,7 @@ def postgres_services(pool: ConnectionPool, **overrides: Any) -> StepServices:
     from switchyard.stores.audit import PostgresAuditLog
     from switchyard.stores.budget import PostgresBudgetLedger
     from switchyard.stores.idempotency import IdempotentCalls, PostgresPersistenceLayer
+    from switchyard.stores.quota import PostgresQuotaStore
     from switchyard.stores.tool_calls import PostgresDecisionStore, PostgresToolCallLedger
 
     clock: Clock = overrides.get("clock", SYSTEM_CLOCK)
@@ -86,6 +102,7 @@ def postgres_services(pool: ConnectionPool, **overrides: Any) -> StepServices:
             idempotency=IdempotentCalls(PostgresPersistenceLayer(pool)),
         ),
         "ledger": PostgresBudgetLedger(pool),
+        "quota_store": PostgresQuotaStore(pool, clock=clock.now),
         "output_store": PostgresOutputStore(pool),
         "journal": PostgresTurnJournal(pool),
     }
@@ -103,7 +120,8 @@ def aws_services(
     s3: Any = None,
     **overrides: Any,
 ) -> StepServices:
-    """On AWS: idempotency and budgets in DynamoDB, large outputs in S3, the rest in Aurora.
+    """On AWS: idempotency, budgets and quota counters in DynamoDB (quotas in the budget
+    table), large outputs in S3, the rest in Aurora.
 
     Table and bucket names default to `SWITCHYARD_IDEMPOTENCY_TABLE`, `SWITCHYARD_BUDGET_TABLE`
     and `SWITCHYARD_OUTPUT_BUCKET`.
@@ -111,6 +129,7 @@ def aws_services(
     from switchyard.runtime.large_outputs import S3OutputStore
     from switchyard.stores.budget import DynamoDBBudgetLedger
     from switchyard.stores.idempotency import IdempotentCalls, dynamodb_persistence_layer
+    from switchyard.stores.quota import DynamoDBQuotaStore
 
     base = postgres_services(pool, **overrides)
     idempotency = idempotency_table or os.environ[IDEMPOTENCY_TABLE_ENV]
@@ -120,6 +139,10 @@ def aws_services(
     if "ledger" not in overrides:
         base.ledger = DynamoDBBudgetLedger(
             budget_table or os.environ[BUDGET_TABLE_ENV], client=dynamodb
+        )
+    if "quota_store" not in overrides:
+        base.quota_store = DynamoDBQuotaStore(
+            budget_table or os.environ[BUDGET_TABLE_ENV], client=dynamodb, clock=base.clock.now
         )
     if "output_store" not in overrides:
         base.output_store = S3OutputStore(output_bucket or os.environ[OUTPUT_BUCKET_ENV], client=s3)

@@ -24,6 +24,7 @@ from switchyard.constants import (
     SMTP_URL_ENV,
     SQL_CONNECTION_ENV_PREFIX,
     TENANT_DAILY_LIMITS_ENV,
+    TENANT_QUOTAS_ENV,
 )
 
 __all__ = [
@@ -43,4 +44,5 @@ __all__ = [
     "SMTP_URL_ENV",
     "SQL_CONNECTION_ENV_PREFIX",
     "TENANT_DAILY_LIMITS_ENV",
+    "TENANT_QUOTAS_ENV",
 ]

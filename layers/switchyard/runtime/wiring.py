@@ -1,11 +1,12 @@
 """The services a handler process uses, built once from its environment.
 
 - Local engine (`DATABASE_URL` set): every store on that PostgreSQL database.
-- AWS with database access (`SWITCHYARD_DATABASE_SECRET_ARN`): DynamoDB for idempotency and
-  budgets, S3 for large outputs, Aurora for the rest.
+- AWS with database access (`SWITCHYARD_DATABASE_SECRET_ARN`): DynamoDB for idempotency,
+  budgets and quota counters, S3 for large outputs, Aurora for the rest.
 - AWS without database access (functions outside the VPC): DynamoDB and S3 as above; the
   audit, call counts and decisions of tools stay in the function's memory and its logs.
-- Nothing configured: in-memory stores (a quick experiment; budgets are not enforced).
+- Nothing configured: in-memory stores (a quick experiment; budgets and quotas are not
+  enforced).
 """
 
 from __future__ import annotations
@@ -142,14 +143,16 @@ def step_services() -> StepServices:
         from switchyard.runtime.tools import GatewayStores
         from switchyard.stores.budget import DynamoDBBudgetLedger
         from switchyard.stores.idempotency import IdempotentCalls, dynamodb_persistence_layer
+        from switchyard.stores.quota import DynamoDBQuotaStore
 
         persistence = dynamodb_persistence_layer(os.environ[IDEMPOTENCY_TABLE_ENV])
         return StepServices(
             tools=GatewayStores(idempotency=IdempotentCalls(persistence)),
             ledger=DynamoDBBudgetLedger(os.environ[BUDGET_TABLE_ENV]),
+            quota_store=DynamoDBQuotaStore(os.environ[BUDGET_TABLE_ENV]),
             output_store=S3OutputStore(os.environ[OUTPUT_BUCKET_ENV]),
         )
-    log.warning("no database and no AWS tables configured: stores are in memory, budgets off")
+    log.warning("no database and no AWS tables: stores are in memory, budgets and quotas off")
     return StepServices()
 
 

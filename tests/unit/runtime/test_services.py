@@ -15,6 +15,7 @@ from switchyard.runtime.errors import BudgetExceededError
 from switchyard.runtime.large_outputs import PostgresOutputStore, S3OutputStore
 from switchyard.runtime.models_catalog import ModelCatalog
 from switchyard.runtime.providers import ScriptedProvider
+from switchyard.runtime.quotas import ModelQuota
 from switchyard.runtime.services import aws_services, postgres_services
 from switchyard.stores.budget import (
     DynamoDBBudgetLedger,
@@ -23,6 +24,7 @@ from switchyard.stores.budget import (
     create_budget_table,
 )
 from switchyard.stores.idempotency import create_idempotency_table
+from switchyard.stores.quota import DynamoDBQuotaStore
 from tests.unit.runtime.helpers import invocation
 
 STEP: dict[str, Any] = {
@@ -79,10 +81,15 @@ def test_aws_services_use_dynamodb_and_s3(pg_pool: ConnectionPool) -> None:
             s3=s3,
             provider=ScriptedProvider(SCRIPT),
             catalog=ModelCatalog(),
+            tenant_quotas={"default": {"*": ModelQuota(tokens_per_minute=100_000)}},
         )
         assert isinstance(services.ledger, DynamoDBBudgetLedger)
+        assert isinstance(services.quota_store, DynamoDBQuotaStore)
         assert isinstance(services.output_store, S3OutputStore)
         inv = invocation("greet", STEP, inputs={"name": "Ada"}, budget={"max_cost_usd": 1})
         result = run_agent_step(inv, services)
         assert result.output["text"]["$switchyard_ref"]["store"] == "s3"
         assert services.ledger.totals(Scope("run", inv.context.run.id)).spent_micros == 62_600
+        # The quota counters live in the budget table: the call's 12,600 tokens are counted.
+        tokens = services.quota_store.usage("default:claude-haiku-4-5:tokens")
+        assert tokens.current == 12_600
