@@ -2,7 +2,8 @@
 `switchyard.api.operators`).
 
     POST /workflows/{name}/runs      body: the run's input (a JSON object); 201, or 200 when an
-                                     `Idempotency-Key` names a run already started with this body
+                                     `Idempotency-Key` names a run already started with this body;
+                                     `?priority=high|normal|low` over the workflow's priority
     GET  /runs?status=&workflow=&limit=&stuck=&stuck_after=   (stuck: docs/runbooks.md)
     GET  /runs/{run_id}              the `switchyard run --json` shape (docs/cli.md)
 
@@ -56,6 +57,7 @@ from switchyard.constants import (
     LLM_SCRIPT_ENV,
     STUCK_AFTER_ENV,
 )
+from switchyard.contract import PRIORITY_KEY
 from switchyard.engine import errors as engine_errors
 from switchyard.local.model_access import has_model_credentials, needs_model
 from switchyard.local.report import (
@@ -66,6 +68,7 @@ from switchyard.local.report import (
     run_view,
 )
 from switchyard.local.stuck import StuckAfterError, stuck_after, stuck_runs
+from switchyard.model import Priority
 from switchyard.platform.run_start import InvalidRunInputError, check_inputs
 from switchyard.runtime.providers import load_script
 
@@ -115,6 +118,10 @@ def start_run(
     name: WorkflowName,
     body: Body,
     version: Version = None,
+    priority: Annotated[
+        Priority | None,
+        Query(description="The run's priority, over its workflow's (docs/operations.md)."),
+    ] = None,
     idempotency_key: Annotated[
         str | None,
         Header(
@@ -132,7 +139,7 @@ def start_run(
     ] = None,
 ) -> Response:
     """Start a run; the body is the run's input."""
-    check_query(request, ("version",))
+    check_query(request, ("version", "priority"))
     entry = find_workflow(api, name, version)
     if body is not NO_BODY and not isinstance(body, dict):
         raise BadRequestError(f"the body must be a JSON object, not {json_type(body)}")
@@ -144,6 +151,8 @@ def start_run(
             code="invalid_input",
             details={"problems": exc.problems},
         ) from None
+    if priority is not None:
+        inputs = {**inputs, PRIORITY_KEY: priority}  # run_start reads it, and leaves it out
     options = _model_options(api, llm_script, entry)
     key = idempotency_key
     if key is not None:

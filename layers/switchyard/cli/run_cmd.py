@@ -20,6 +20,7 @@ from switchyard.cli.exit_codes import ExitCode
 from switchyard.cli.validate_cmd import exit_code as validation_exit_code
 from switchyard.cli.validate_cmd import validate_paths
 from switchyard.constants import API_KEY_ENV, LLM_SCRIPT_ENV
+from switchyard.contract import PRIORITY_KEY
 from switchyard.gates import Decision, GateDecisionError, GateStore, decide
 from switchyard.gates.model import Gate
 from switchyard.local.database import open_database
@@ -27,6 +28,7 @@ from switchyard.local.engine_client import EngineClient, connect, start_backgrou
 from switchyard.local.model_access import has_model_credentials, needs_model
 from switchyard.local.report import RunView, run_view
 from switchyard.local.workflows import WorkflowFileError, install
+from switchyard.model import PRIORITIES
 from switchyard.platform.run_start import InvalidRunInputError, check_inputs
 from switchyard.runtime.providers import load_script
 from switchyard.stores.tool_calls import PostgresDecisionStore
@@ -66,6 +68,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="STEP[=NOTE]",
         help="reject this gate when it opens",
     )
+    parser.add_argument(
+        "--priority",
+        choices=PRIORITIES,
+        help="the run's priority, over its workflow's (docs/operations.md)",
+    )
     parser.add_argument("--detach", action="store_true", help="start the run and return at once")
     parser.add_argument("--json", action="store_true", help="print the run as JSON at the end")
     parser.add_argument(
@@ -99,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
         data = check_inputs(workflow.inputs, data)
     except InvalidRunInputError as exc:
         raise CommandError("invalid run input: " + "; ".join(exc.problems)) from None
+    if args.priority:
+        data = {**data, PRIORITY_KEY: args.priority}
     script_path = args.llm_script or os.environ.get(LLM_SCRIPT_ENV)
     script: dict[str, Any] | None = None
     if script_path:

@@ -13,6 +13,7 @@ from switchyard.contract.errors import (
 )
 from switchyard.contract.payloads import (
     PARENT_LINK_KEY,
+    PRIORITY_KEY,
     DeadLetter,
     EnclosingBudget,
     GateDecision,
@@ -54,6 +55,7 @@ __all__ = [
     "LARGE_OUTPUT_BYTES",
     "OUTPUT_REF_KEY",
     "PARENT_LINK_KEY",
+    "PRIORITY_KEY",
     "STATE_KEYS",
     "DeadLetter",
     "EnclosingBudget",

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from switchyard.model import WorkflowBudget
+from switchyard.model import Priority, WorkflowBudget
 
 
 class Wire(BaseModel):
@@ -25,6 +25,8 @@ class WorkflowInfo(Wire):
     version: int
     tenant: str = "default"
     budget: WorkflowBudget | None = None
+    priority: Priority = "normal"
+    """The workflow's `priority` (the compiler writes it only when it is not `normal`)."""
 
 
 class BudgetLimits(Wire):
@@ -61,6 +63,9 @@ class RunContext(Wire):
     output_limit: int | None = None
     """Of a sub-workflow run: the most bytes its `outputs` may take inline in the parent's state
     (the rest goes to the output store); unset: `LARGE_OUTPUT_BYTES`."""
+    priority: Priority | None = None
+    """The run's priority, given at its start (`PRIORITY_KEY`), else its parent run's, else its
+    workflow's; None: `normal`. Quotas and the local engine's dispatch read it."""
 
 
 class ParentLink(Wire):
@@ -86,6 +91,9 @@ class ParentLink(Wire):
 PARENT_LINK_KEY = "switchyard:parent"
 """The key of a child execution's input that carries the ParentLink (not a workflow input: an
 input name cannot contain a colon)."""
+PRIORITY_KEY = "switchyard:priority"
+"""The key of an execution's input that gives the run a priority of its own (`high`, `normal`,
+`low`), over its workflow's: what `switchyard run --priority` and `POST /runs` set."""
 
 
 class StepContext(Wire):

@@ -55,6 +55,7 @@ from switchyard.engine.commands import (
     TimerFired,
 )
 from switchyard.engine.dispatch import Dispatcher, FunctionRegistry, TaskOutcome
+from switchyard.engine.dispatch.ready import task_priority
 from switchyard.engine.dispatch.workers import DATABASE_FAULT_PATIENCE, invoke
 from switchyard.engine.interpreter import (
     Execution,
@@ -1071,7 +1072,8 @@ class Engine:
                 return TaskOutcome(key, False, error=error, cause=cause)
             return TaskOutcome(key, True, _lambda_result(result) if shaped else result)
 
-        self._dispatcher.submit(spec, job)
+        # Ready tasks wait by their run's priority, and take turns across runs (dispatch/ready.py).
+        self._dispatcher.submit(spec, job, priority=task_priority(payload), run=execution.id)
 
     def _stop_children(self, execution: Execution, frame_id: int, attempt: int) -> None:
         backoff = Backoff()

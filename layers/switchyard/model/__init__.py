@@ -1,8 +1,10 @@
 """The workflow model: pydantic types for the whole workflow file format."""
 
 from switchyard.model.base import (
+    PRIORITIES,
     ErrorType,
     OnError,
+    Priority,
     SideEffect,
     Spec,
 )
@@ -39,6 +41,7 @@ AnyRouter = RuleRouter | ScoreRouter | LlmRouter
 __all__ = [
     "DEFAULT_RETRY_ON",
     "FORMAT_VERSION",
+    "PRIORITIES",
     "AgentBody",
     "AgentStep",
     "AnyRouter",
@@ -54,6 +57,7 @@ __all__ = [
     "LoopStep",
     "MapStep",
     "OnError",
+    "Priority",
     "QueueTrigger",
     "RetryPolicy",
     "RuleRoute",

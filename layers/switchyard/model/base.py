@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, WithJsonSchema
 
@@ -13,6 +13,11 @@ TOOL_NAME_PATTERN = r"^[a-zA-Z][a-zA-Z0-9_-]{0,63}$"
 WORKFLOW_REF_PATTERN = r"^[a-z][a-z0-9-]{0,62}(@[1-9][0-9]*)?$"
 INPUT_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 """An input is read as `inputs.<name>` in templates and conditions, so its name is an identifier."""
+
+Priority = Literal["high", "normal", "low"]
+"""Who gets a provider's capacity and the local engine's workers first (docs/operations.md)."""
+PRIORITIES: tuple[Priority, ...] = ("high", "normal", "low")
+"""Highest first."""
 
 StepId = Annotated[str, StringConstraints(pattern=STEP_ID_PATTERN)]
 WorkflowName = Annotated[str, StringConstraints(pattern=WORKFLOW_NAME_PATTERN)]

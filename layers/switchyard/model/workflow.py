@@ -9,6 +9,7 @@ from pydantic import Field
 from switchyard.model.base import (
     InputName,
     OnError,
+    Priority,
     Spec,
     StepId,
     Template,
@@ -65,6 +66,9 @@ class Workflow(Spec):
     budget: WorkflowBudget | None = None
     on_error: OnError = OnError.FAIL
     max_parallel: int = Field(default=10, ge=1, le=100)
+    priority: Priority = "normal"
+    """Of its runs, unless one is started with its own: `high` runs get a reserved share of
+    every quota and the local engine's workers first; `low` runs get at most half a quota."""
     defaults: Defaults = Field(default_factory=Defaults)
     tools: dict[ToolName, ToolDef] = Field(default_factory=dict)
     triggers: list[Trigger] = Field(default_factory=list)

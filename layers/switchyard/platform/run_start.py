@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from switchyard.contract import (
     PARENT_LINK_KEY,
+    PRIORITY_KEY,
     EnclosingBudget,
     ParentLink,
     RunContext,
@@ -22,6 +23,7 @@ from switchyard.contract import (
     StepErrorName,
 )
 from switchyard.contract.errors import lambda_error
+from switchyard.model import PRIORITIES, Priority
 
 PARENT_KEY = "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID"
 
@@ -43,7 +45,7 @@ def check_inputs(schemas: dict[str, dict[str, Any]], given: Any) -> dict[str, An
     problems: list[str] = []
     inputs: dict[str, Any] = {}
     for name, value in given.items():
-        if name.startswith("AWS_STEP_FUNCTIONS_") or name == PARENT_LINK_KEY:
+        if name.startswith("AWS_STEP_FUNCTIONS_") or name in (PARENT_LINK_KEY, PRIORITY_KEY):
             continue
         if name not in schemas:
             known = ", ".join(schemas) or "none"
@@ -111,11 +113,28 @@ def _parent_link(value: Any) -> ParentLink:
         raise InvalidRunInputError([f"'{PARENT_LINK_KEY}' is not a parent link: {exc}"]) from None
 
 
+def run_priority(given: dict[str, Any], link: ParentLink | None, workflow: Priority) -> Priority:
+    """The run's own priority (`PRIORITY_KEY` in its input), else its parent run's, else its
+    workflow's."""
+    if PRIORITY_KEY in given:
+        value = given[PRIORITY_KEY]
+        if value not in PRIORITIES:
+            raise InvalidRunInputError(
+                [f"'{PRIORITY_KEY}' must be one of {', '.join(PRIORITIES)}, not {value!r}"]
+            )
+        chosen: Priority = value
+        return chosen
+    if link is not None and link.run.priority is not None:
+        return link.run.priority
+    return workflow
+
+
 def start_run(request: RunStartRequest) -> RunStartResult:
     inputs = check_inputs(request.inputs_schema, request.input)
     given = request.input if isinstance(request.input, dict) else {}
     parent = given.get(PARENT_KEY)
     link = _parent_link(given[PARENT_LINK_KEY]) if given.get(PARENT_LINK_KEY) else None
+    priority = run_priority(given, link, request.workflow.priority)
     run = RunContext(
         id=request.execution_name,
         workflow=request.workflow.name,
@@ -125,6 +144,8 @@ def start_run(request: RunStartRequest) -> RunStartResult:
         parent=parent if isinstance(parent, str) else None,
         enclosing_budgets=enclosing_budgets(link) if link else [],
         output_limit=link.output_limit if link else None,
+        # Left out when normal (most runs), unless that overrides the workflow's own priority.
+        priority=None if priority == request.workflow.priority == "normal" else priority,
     )
     return RunStartResult(inputs=inputs, run=run)
 

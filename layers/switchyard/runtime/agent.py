@@ -157,7 +157,7 @@ class AgentRun:
             step_budget=self.step.budget,
             tenant_daily_limit=services.tenant_daily_limits.get(invocation.workflow.tenant),
         )
-        self.quota = services.quota_guard(invocation.workflow.tenant)
+        self.quota = services.quota_guard(invocation)
         self.registry = ToolRegistry(tool_definitions(invocation))
         self.gateway = ToolGateway(
             self.registry, stores=services.tools, env=services.tool_env, rate_limits=services.gate

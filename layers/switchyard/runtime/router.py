@@ -89,7 +89,7 @@ def run_llm_router(
             fallback_models=router.fallback_models,
             gate=services.gate,
             deadline=attempt_deadline,
-            quota=services.quota_guard(invocation.workflow.tenant),
+            quota=services.quota_guard(invocation),
         )
     except BaseException:
         guard.release(reservation)

@@ -13,6 +13,7 @@ from typing import Any
 
 from psycopg_pool import ConnectionPool
 
+from switchyard.contract import StepInvocation
 from switchyard.runtime.clock import SYSTEM_CLOCK, Clock
 from switchyard.runtime.journal import InMemoryTurnJournal, TurnJournal
 from switchyard.runtime.large_outputs import OutputStore
@@ -65,8 +66,11 @@ class StepServices:
     tenant_quotas: TenantQuotas = field(default_factory=tenant_quotas_from_env)
     """Tenant -> model -> tokens and requests per minute (`SWITCHYARD_TENANT_QUOTAS`)."""
 
-    def quota_guard(self, tenant: str, priority: str = DEFAULT_PRIORITY) -> QuotaGuard:
-        """The quotas a model call of `tenant` at `priority` takes its share of."""
+    def quota_guard(self, invocation: StepInvocation) -> QuotaGuard:
+        """The quotas a model call of the step takes its share of: its workflow's tenant's, at
+        its run's priority."""
+        tenant = invocation.workflow.tenant
+        priority = invocation.context.run.priority or DEFAULT_PRIORITY
         return QuotaGuard(self.quota_store, self.tenant_quotas.get(tenant, {}), tenant, priority)
 
     def provider_for(self, name: str | None, *, script: Any = None) -> ModelProvider:

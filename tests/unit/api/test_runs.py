@@ -264,3 +264,20 @@ def test_a_run_id_two_workflows_share_is_409_and_its_arn_tells_them_apart(
     assert ambiguous.json()["error"]["code"] == "ambiguous_run_id"
     assert by_arn.status_code == 200 and by_arn.json()["workflow"] == "pause"
     assert client.post(f"/runs/{started['executionArn']}/cancel").status_code == 200
+
+
+def test_a_run_started_with_a_priority_carries_it_and_a_bad_one_is_400(
+    stack: Stack, client: httpx.Client
+) -> None:
+    headers = stack.script_header("noop")
+    started = client.post("/workflows/noop/runs?priority=high", json={"n": 21}, headers=headers)
+    assert started.status_code == 201, started.text
+    run_id = started.json()["run_id"]
+    wait_for(client, run_id, {"succeeded"})
+    with stack.engine.read() as store:
+        row = store.execution_row(arn=stack.engine.arns.execution("noop", run_id))
+    assert row is not None and row.input["switchyard:priority"] == "high"
+
+    refused = client.post("/workflows/noop/runs?priority=urgent", json={"n": 22}, headers=headers)
+    assert refused.status_code == 400, refused.text
+    assert "priority" in refused.json()["error"]["message"]

@@ -8,6 +8,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from tests.cli import cli_environment, switchyard
@@ -129,3 +130,21 @@ def test_an_invalid_workflow_exits_1(env: dict[str, str], tmp_path: Path) -> Non
     )
     done = switchyard(env, "run", str(broken))
     assert done.returncode == 1 and "unknown_tool" in done.stderr
+
+
+def test_a_run_started_with_a_priority_carries_it_to_its_steps(env: dict[str, str]) -> None:
+    done = run_example(env, "--approve", "approve=ok", "--priority", "high")
+    assert done.returncode == 0, done.stderr
+    run_id = json.loads(done.stdout)["run_id"]
+    with psycopg.connect(env["DATABASE_URL"]) as conn:
+        row = conn.execute(
+            "SELECT e.input, count(h.*) FROM sfn_executions e"
+            " JOIN sfn_history h ON h.execution_id = e.id"
+            " WHERE e.name = %s AND h.type = 'TaskScheduled'"
+            " AND strpos(h.details::text, %s) > 0 GROUP BY e.input",
+            (run_id, '\\"priority\\":\\"high\\"'),  # in the parameters, a JSON string
+        ).fetchone()
+    assert row is not None
+    data, events = row
+    assert data["switchyard:priority"] == "high"
+    assert events > 1  # run_start put it in the run's context, which the steps' payloads carry

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from switchyard.contract import PARENT_LINK_KEY, RunStartRequest, WorkflowInfo
+from switchyard.contract import PARENT_LINK_KEY, PRIORITY_KEY, RunStartRequest, WorkflowInfo
 from switchyard.platform.run_start import InvalidRunInputError, start_run
 
 SCHEMAS = {"document": {"type": "object"}}
@@ -93,3 +93,33 @@ def test_a_child_run_keeps_its_outputs_share_of_the_parents_state() -> None:
     assert start_run(request({"document": {}, PARENT_LINK_KEY: link})).run.output_limit == 573
     plain = {"run": parent_run(), "step": "summarize_each"}
     assert start_run(request({"document": {}, PARENT_LINK_KEY: plain})).run.output_limit is None
+
+
+def start_with(data: dict[str, Any], workflow: str = "normal") -> str | None:
+    started = start_run(
+        request({"document": {}, **data}).model_copy(
+            update={"workflow": WorkflowInfo(name="w", version=1, priority=workflow)}
+        )
+    )
+    return started.run.priority
+
+
+def test_a_run_has_its_workflows_priority_unless_started_with_its_own() -> None:
+    assert start_with({}) is None  # normal, left out of the state
+    assert start_with({}, workflow="low") == "low"
+    assert start_with({PRIORITY_KEY: "high"}, workflow="low") == "high"
+    assert start_with({PRIORITY_KEY: "normal"}, workflow="low") == "normal"
+
+
+def test_a_child_run_has_its_parents_priority() -> None:
+    link = {"run": parent_run(priority="high"), "step": "summarize"}
+    assert start_with({PARENT_LINK_KEY: link}, workflow="low") == "high"
+    link = {"run": parent_run(), "step": "summarize"}  # a normal parent: the child's own
+    assert start_with({PARENT_LINK_KEY: link}, workflow="low") == "low"
+
+
+def test_a_priority_that_is_not_one_is_an_input_error() -> None:
+    with pytest.raises(InvalidRunInputError, match="'switchyard:priority' must be one of high"):
+        start_with({PRIORITY_KEY: "urgent"})
+    started = start_run(request({PRIORITY_KEY: "high", "document": {}}))
+    assert started.inputs == {"document": {}}  # not an input of the workflow

@@ -214,3 +214,22 @@ def test_quotas_are_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -
     assert StepServices().tenant_quotas == {
         "acme": {"claude-sonnet-4-5": ModelQuota(tokens_per_minute=400_000, requests_per_minute=50)}
     }
+
+
+def test_a_high_priority_run_gets_the_share_reserved_for_it(pg_pool: ConnectionPool) -> None:
+    clock, name = ManualClock(), tenant()
+    services, provider = services_for(
+        pg_pool, name, {"claude-haiku-4-5": {"requests_per_minute": 5}}, clock
+    )
+
+    def step(priority: str | None) -> Any:
+        inv = invocation("summarise", STEP, inputs={"text": "a"}, tenant=name)
+        run = inv.context.run.model_copy(update={"priority": priority})
+        return inv.model_copy(update={"context": inv.context.model_copy(update={"run": run})})
+
+    for _ in range(4):  # normal work fills 80% of the quota
+        run_agent_step(step(None), services)
+    with pytest.raises(ThrottledError):
+        run_agent_step(step("normal"), services)
+    run_agent_step(step("high"), services)  # the last 20% waited for it
+    assert len(provider.models) == 5

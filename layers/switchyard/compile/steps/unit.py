@@ -82,6 +82,8 @@ class Unit:
         }
         if budget and self.workflow.budget is not None:
             info["budget"] = self.workflow.budget.model_dump(mode="json", exclude_none=True)
+        if self.workflow.priority != "normal":
+            info["priority"] = self.workflow.priority
         return info
 
     def context(self, body: Step | AgentBody | ToolBody | SubWorkflowBody) -> dict[str, Any]:

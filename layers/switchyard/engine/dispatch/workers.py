@@ -1,5 +1,6 @@
 """The worker pool: handlers run in threads, each function capped like Lambda reserved
-concurrency, and their results go back to the engine as `TaskOutcome`s."""
+concurrency, waiting tasks handed out by priority and across runs (`ready.py`), and their results
+go back to the engine as `TaskOutcome`s."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ import json
 import logging
 import threading
 import time
-from collections import defaultdict, deque
-from collections.abc import Callable
+from collections import defaultdict
+from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from switchyard.engine.dispatch.lambda_context import LambdaContext
+from switchyard.engine.dispatch.ready import NORMAL_RANK, ReadyQueue, Waiting
 from switchyard.engine.dispatch.registry import FunctionRegistry, FunctionSpec
 from switchyard.engine.outage import Backoff, is_connection_fault
 
@@ -101,26 +103,64 @@ def _lost_database(error: BaseException) -> bool:
     return False
 
 
+_Job = tuple[FunctionSpec, Callable[[], TaskOutcome]]
+
+
 class Dispatcher:
+    """Runs at most `workers` tasks at once, and each function's at most its `concurrency`;
+    the rest wait in a `ReadyQueue`, which hands out the next by priority and across runs."""
+
     def __init__(
-        self, registry: FunctionRegistry, *, workers: int, on_outcome: Callable[[TaskOutcome], None]
+        self,
+        registry: FunctionRegistry,
+        *,
+        workers: int,
+        on_outcome: Callable[[TaskOutcome], None],
+        fair: bool = True,
     ) -> None:
         self._registry = registry
+        self._workers = workers
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="switchyard-task")
         self._on_outcome = on_outcome
         self._lock = threading.Lock()
         self._running: dict[str, int] = defaultdict(int)
-        self._queued: dict[str, deque[tuple[FunctionSpec, Callable[[], TaskOutcome]]]] = (
-            defaultdict(deque)
-        )
+        self._busy = 0
+        self._ready: ReadyQueue[_Job] = ReadyQueue(fair=fair)
 
-    def submit(self, spec: FunctionSpec, job: Callable[[], TaskOutcome]) -> None:
+    def submit(
+        self,
+        spec: FunctionSpec,
+        job: Callable[[], TaskOutcome],
+        *,
+        priority: int = NORMAL_RANK,
+        run: Hashable = None,
+    ) -> None:
+        """Queue `job`, then start what may run now. `priority` (a rank: lower first) and `run`
+        (whose turn it is in the rotation) order the queue."""
         with self._lock:
-            if self._running[spec.name] >= spec.concurrency:
-                self._queued[spec.name].append((spec, job))
-                return
-            self._running[spec.name] += 1
-        self._pool.submit(self._run, spec, job)
+            self._ready.put(spec.name, (spec, job), priority=priority, run=run)
+            starting = self._startable()
+        self._start(starting)
+
+    def _startable(self) -> list[_Job]:
+        """Take from the queue every task a free worker and its function's cap allow (the
+        caller holds the lock); each is counted as running."""
+        starting = []
+        while self._busy < self._workers:
+            waiting = self._ready.take(self._can_run)
+            if waiting is None:
+                break
+            self._running[waiting.function] += 1
+            self._busy += 1
+            starting.append(waiting.item)
+        return starting
+
+    def _can_run(self, waiting: Waiting[_Job]) -> bool:
+        return self._running[waiting.function] < waiting.item[0].concurrency
+
+    def _start(self, starting: list[_Job]) -> None:
+        for spec, job in starting:
+            self._pool.submit(self._run, spec, job)
 
     def _run(self, spec: FunctionSpec, job: Callable[[], TaskOutcome]) -> None:
         try:
@@ -129,16 +169,14 @@ class Dispatcher:
             log.exception("a task job failed")
             return
         finally:
-            following = None
             with self._lock:
-                queue = self._queued[spec.name]
-                if queue:
-                    following = queue.popleft()
-                else:
-                    self._running[spec.name] -= 1
-            if following is not None:
-                self._pool.submit(self._run, *following)
+                self._running[spec.name] -= 1
+                self._busy -= 1
+                starting = self._startable()
+            self._start(starting)
         self._on_outcome(outcome)
 
     def shutdown(self) -> None:
+        with self._lock:
+            self._ready.clear()
         self._pool.shutdown(wait=False, cancel_futures=True)

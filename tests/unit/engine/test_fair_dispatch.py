@@ -1,0 +1,138 @@
+"""The engine hands ready tasks to its workers by their run's priority, and across runs in turn:
+a small run's task does not wait behind a fan-out's."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from switchyard.engine import machines
+from switchyard.engine.arns import Arns
+from switchyard.engine.commands import StartExecution
+from switchyard.engine.dispatch import FunctionRegistry
+from switchyard.engine.engine import Engine
+from switchyard.engine.store import EngineStore
+from tests.pg import fresh_database
+
+LAMBDA = "arn:aws:states:::lambda:invoke"
+
+
+def work_task(run: dict[str, Any]) -> dict[str, Any]:
+    """A Task whose payload carries `context.run` as the compiled machines' do."""
+    return {
+        "Type": "Task",
+        "Resource": LAMBDA,
+        "Parameters": {
+            "FunctionName": "work",
+            "Payload": {"name.$": "$$.Execution.Name", "context": {"run": run}},
+        },
+        "OutputPath": "$.Payload",
+        "End": True,
+    }
+
+
+def fan_out() -> dict[str, Any]:
+    return {
+        "StartAt": "Each",
+        "States": {
+            "Each": {
+                "Type": "Map",
+                "ItemsPath": "$.items",
+                "MaxConcurrency": 0,
+                "ItemProcessor": {
+                    "StartAt": "Work",
+                    "States": {"Work": work_task({"id": "fan-out"})},
+                },
+                "End": True,
+            }
+        },
+    }
+
+
+def one_task(priority: str) -> dict[str, Any]:
+    return {"StartAt": "Work", "States": {"Work": work_task({"id": "x", "priority": priority})}}
+
+
+class Work:
+    """The `work` function: records the order of calls; the first call waits for `release`."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self._lock = threading.Lock()
+
+    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        with self._lock:
+            self.calls.append(event["name"])
+            first = len(self.calls) == 1
+        if first:
+            self.entered.set()
+            assert self.release.wait(30)
+        return {}
+
+
+@pytest.fixture
+def database() -> Iterator[str]:
+    with fresh_database() as conninfo:
+        yield conninfo
+
+
+def wait_until(done: Callable[[], bool], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def order_of_calls(database: str, small_priority: str, *, fair: bool = True) -> list[str]:
+    work = Work()
+    registry = FunctionRegistry(None)
+    registry.register("work", work)
+    engine = Engine(database, registry=registry, workers=1)
+    if not fair:
+        engine._dispatcher._ready.fair = False  # the order before priorities: arrival
+    engine.start()
+    try:
+        with psycopg.connect(database, autocommit=True) as conn:
+            store = EngineStore(conn)
+            big = machines.create(store, Arns(), name="big", definition=json.dumps(fan_out()))
+            small = machines.create(
+                store, Arns(), name="small", definition=json.dumps(one_task(small_priority))
+            )
+        ready = engine._dispatcher._ready
+        fan = engine.submit(StartExecution(big["stateMachineArn"], "fan", {"items": [1] * 5}))
+        assert work.entered.wait(30)
+        wait_until(lambda: len(ready) == 4)  # one fan-out task runs, four wait
+        one = engine.submit(StartExecution(small["stateMachineArn"], "small", {}))
+        wait_until(lambda: len(ready) == 5)
+        work.release.set()
+        assert engine.wait(fan["executionArn"], timeout=30) == "SUCCEEDED"
+        assert engine.wait(one["executionArn"], timeout=30) == "SUCCEEDED"
+    finally:
+        engine.close()
+    return work.calls
+
+
+def test_a_high_priority_run_goes_before_a_fan_outs_waiting_tasks(database: str) -> None:
+    assert order_of_calls(database, "high") == ["fan", "small", "fan", "fan", "fan", "fan"]
+
+
+def test_a_run_of_the_same_priority_takes_its_turn_before_the_fan_out_goes_on(
+    database: str,
+) -> None:
+    assert order_of_calls(database, "normal") == ["fan", "small", "fan", "fan", "fan", "fan"]
+
+
+def test_a_low_priority_run_waits_for_the_normal_ones(database: str) -> None:
+    assert order_of_calls(database, "low") == ["fan", "fan", "fan", "fan", "fan", "small"]
+
+
+def test_in_arrival_order_the_small_run_would_wait_behind_the_fan_out(database: str) -> None:
+    assert order_of_calls(database, "high", fair=False)[-1] == "small"
