@@ -361,7 +361,8 @@ class Monitoring(Construct):
         self, workflows: Sequence[str], dead_letter_queues: Mapping[str, sqs.IQueue]
     ) -> cloudwatch.Dashboard:
         """Runs per workflow (graphs of at most `WORKFLOWS_PER_GRAPH`), step latency, dead-letter
-        queues, gate timeouts and budget pauses, tokens and dollars."""
+        queues, gate timeouts and budget pauses, throttled and circuit-open steps, tokens and
+        dollars."""
         stack = Stack.of(self)
         self.dashboard = cloudwatch.Dashboard(
             self, "Dashboard", dashboard_name=dashboard_name(self._settings)
@@ -452,6 +453,16 @@ class Monitoring(Construct):
                 left=list(self._step_metrics("Duration", "Maximum").values()),
                 width=12,
             ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Steps refused before their call: over quota, circuit open",
+                left=[
+                    _search(Metric.THROTTLED_STEPS, "Sum", "throttled"),
+                    _search(Metric.CIRCUIT_OPEN_STEPS, "Sum", "circuit open"),
+                ],
+                width=24,
+            )
         )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(

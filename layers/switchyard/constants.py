@@ -167,6 +167,10 @@ class Metric(StrEnum):
     VERSION_CONFLICTS = "VersionConflicts"
     """An attempt that found another attempt updating the same record (a duplicate invocation
     holding the step's idempotency record)."""
+    THROTTLED_STEPS = "ThrottledSteps"
+    """An attempt failed `throttled`: a model call did not fit its tenant's quota."""
+    CIRCUIT_OPEN_STEPS = "CircuitOpenSteps"
+    """An attempt failed `circuit_open`: a tool call met an open circuit breaker."""
 
     GATE_TIMEOUTS = "GateTimeouts"
     """A waitForTaskToken gate waited past its timeout (TaskTimedOut in the execution log)."""

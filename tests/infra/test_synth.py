@@ -597,6 +597,7 @@ def test_monitoring_has_a_dashboard_and_the_four_kinds_of_alarm(platform: Synthe
     body = json.dumps(platform.resources("AWS::CloudWatch::Dashboard"))
     for metric in ("ExecutionsStarted", "ExecutionsSucceeded", "InputTokens", "StepCostUSD"):
         assert metric in body
+    assert "ThrottledSteps" in body and "CircuitOpenSteps" in body
     # Machines by their fixed names: the dashboard refers to no nested stack for them.
     for workflow in machines_by_workflow(platform):
         assert f":stateMachine:Switchyard-{workflow}" in body

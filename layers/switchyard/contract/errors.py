@@ -37,9 +37,12 @@ class StepErrorName(StrEnum):
     THROTTLED = "throttled"
     """A model call did not fit its tenant's quota (tokens or requests per minute) and was not
     made; of type `transient`, and waited out by the machine's `Retry`."""
+    CIRCUIT_OPEN = "circuit_open"
+    """A tool call was refused without being made: the circuit breaker of its host or tool is
+    open after recent failures; of type `transient`, and waited out like `throttled`."""
 
 
-WAITED_OUT: tuple[StepErrorName, ...] = (StepErrorName.THROTTLED,)
+WAITED_OUT: tuple[StepErrorName, ...] = (StepErrorName.THROTTLED, StepErrorName.CIRCUIT_OPEN)
 """Transient errors whose call was never made and that clear with time, not with another try at
 once: the compiler gives them a `Retry` rule of their own, with more attempts (compile/retry.py)."""
 

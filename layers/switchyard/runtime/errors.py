@@ -120,6 +120,26 @@ class ThrottledError(TransientError):
         return out
 
 
+class CircuitOpenError(TransientError):
+    """The circuit breaker of a tool or a host is open (`circuit` names it), so the call was
+    not made; retried by the machine after a backoff, once the breaker lets probes through."""
+
+    name = StepErrorName.CIRCUIT_OPEN
+
+    def __init__(self, message: str, *, circuit: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.circuit = circuit
+        self.retry_after = retry_after
+        """Seconds until the breaker lets a probe call through."""
+
+    def cause(self) -> dict[str, Any]:
+        out = super().cause()
+        out["circuit"] = self.circuit
+        if self.retry_after is not None:
+            out["retry_after"] = round(self.retry_after, 1)
+        return out
+
+
 class InvalidOutputError(StepError):
     """The output does not parse or does not match the step's `output_schema`."""
 

@@ -21,10 +21,12 @@ from switchyard.constants import Metric, MetricDimension
 from switchyard.contract import StepInvocation, StepResult
 from switchyard.runtime.database import transient_database_error
 from switchyard.runtime.errors import (
+    CircuitOpenError,
     ConcurrentUpdateError,
     RateLimitedError,
     Spend,
     StepError,
+    ThrottledError,
 )
 from switchyard.runtime.instruments import instruments
 from switchyard.runtime.services import StepServices
@@ -86,8 +88,9 @@ def publish_metrics(
     error: StepError | None = None,
 ) -> None:
     """Publish one attempt's duration; its cost when it succeeded or spent before it failed; its
-    tokens when it called models (`spent`); and a count when it was a retry, was rate-limited
-    or met a version conflict (`error`), as EMF (docs/runbooks.md alarms on the counts).
+    tokens when it called models (`spent`); and a count when it was a retry, was rate-limited,
+    met a version conflict, was throttled by a quota or refused by an open circuit (`error`), as
+    EMF (docs/runbooks.md alarms on the counts).
 
     Nothing is added while metrics are disabled (the local engine disables them): Powertools
     keeps one metric set per process and, disabled, never clears it, and once a metric holds 100
@@ -111,6 +114,8 @@ def publish_metrics(
         (Metric.RETRY_ATTEMPTS, invocation.attempt > 1),
         (Metric.RATE_LIMITED, isinstance(error, RateLimitedError)),
         (Metric.VERSION_CONFLICTS, isinstance(error, ConcurrentUpdateError)),
+        (Metric.THROTTLED_STEPS, isinstance(error, ThrottledError)),
+        (Metric.CIRCUIT_OPEN_STEPS, isinstance(error, CircuitOpenError)),
     )
     for name, happened in counted:
         if happened:

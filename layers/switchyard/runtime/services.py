@@ -91,6 +91,7 @@ def postgres_services(pool: ConnectionPool, **overrides: Any) -> StepServices:
     from switchyard.runtime.large_outputs import PostgresOutputStore
     from switchyard.runtime.rate_limits import PostgresNotBeforeStore
     from switchyard.stores.audit import PostgresAuditLog
+    from switchyard.stores.breaker import PostgresBreakerStore
     from switchyard.stores.budget import PostgresBudgetLedger
     from switchyard.stores.idempotency import IdempotentCalls, PostgresPersistenceLayer
     from switchyard.stores.quota import PostgresQuotaStore
@@ -104,6 +105,7 @@ def postgres_services(pool: ConnectionPool, **overrides: Any) -> StepServices:
             calls=PostgresToolCallLedger(pool),
             decisions=PostgresDecisionStore(pool),
             idempotency=IdempotentCalls(PostgresPersistenceLayer(pool)),
+            breakers=PostgresBreakerStore(pool, clock=clock.now),
         ),
         "ledger": PostgresBudgetLedger(pool),
         "quota_store": PostgresQuotaStore(pool, clock=clock.now),
@@ -124,13 +126,14 @@ def aws_services(
     s3: Any = None,
     **overrides: Any,
 ) -> StepServices:
-    """On AWS: idempotency, budgets and quota counters in DynamoDB (quotas in the budget
-    table), large outputs in S3, the rest in Aurora.
+    """On AWS: idempotency, budgets, quota counters and circuit breakers in DynamoDB (the last
+    two in the budget table), large outputs in S3, the rest in Aurora.
 
     Table and bucket names default to `SWITCHYARD_IDEMPOTENCY_TABLE`, `SWITCHYARD_BUDGET_TABLE`
     and `SWITCHYARD_OUTPUT_BUCKET`.
     """
     from switchyard.runtime.large_outputs import S3OutputStore
+    from switchyard.stores.breaker import DynamoDBBreakerStore
     from switchyard.stores.budget import DynamoDBBudgetLedger
     from switchyard.stores.idempotency import IdempotentCalls, dynamodb_persistence_layer
     from switchyard.stores.quota import DynamoDBQuotaStore
@@ -143,6 +146,10 @@ def aws_services(
     if "ledger" not in overrides:
         base.ledger = DynamoDBBudgetLedger(
             budget_table or os.environ[BUDGET_TABLE_ENV], client=dynamodb
+        )
+    if "tools" not in overrides:
+        base.tools.breakers = DynamoDBBreakerStore(
+            budget_table or os.environ[BUDGET_TABLE_ENV], client=dynamodb, clock=base.clock.now
         )
     if "quota_store" not in overrides:
         base.quota_store = DynamoDBQuotaStore(

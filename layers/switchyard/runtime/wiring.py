@@ -2,7 +2,7 @@
 
 - Local engine (`DATABASE_URL` set): every store on that PostgreSQL database.
 - AWS with database access (`SWITCHYARD_DATABASE_SECRET_ARN`): DynamoDB for idempotency,
-  budgets and quota counters, S3 for large outputs, Aurora for the rest.
+  budgets, quota counters and circuit breakers, S3 for large outputs, Aurora for the rest.
 - AWS without database access (functions outside the VPC): DynamoDB and S3 as above; the
   audit, call counts and decisions of tools stay in the function's memory and its logs.
 - Nothing configured: in-memory stores (a quick experiment; budgets and quotas are not
@@ -141,13 +141,17 @@ def step_services() -> StepServices:
     if on_aws:
         from switchyard.runtime.large_outputs import S3OutputStore
         from switchyard.runtime.tools import GatewayStores
+        from switchyard.stores.breaker import DynamoDBBreakerStore
         from switchyard.stores.budget import DynamoDBBudgetLedger
         from switchyard.stores.idempotency import IdempotentCalls, dynamodb_persistence_layer
         from switchyard.stores.quota import DynamoDBQuotaStore
 
         persistence = dynamodb_persistence_layer(os.environ[IDEMPOTENCY_TABLE_ENV])
         return StepServices(
-            tools=GatewayStores(idempotency=IdempotentCalls(persistence)),
+            tools=GatewayStores(
+                idempotency=IdempotentCalls(persistence),
+                breakers=DynamoDBBreakerStore(os.environ[BUDGET_TABLE_ENV]),
+            ),
             ledger=DynamoDBBudgetLedger(os.environ[BUDGET_TABLE_ENV]),
             quota_store=DynamoDBQuotaStore(os.environ[BUDGET_TABLE_ENV]),
             output_store=S3OutputStore(os.environ[OUTPUT_BUCKET_ENV]),

@@ -1,4 +1,4 @@
-"""Retry rules: `throttled` gets a rule of its own that waits a quota's minute out."""
+"""Retry rules: `throttled` and `circuit_open` get a rule of their own that waits them out."""
 
 from __future__ import annotations
 
@@ -40,22 +40,24 @@ def task_retries(step: str) -> list[dict[str, Any]]:
     return found
 
 
-def test_throttled_is_a_transient_error_name() -> None:
-    assert "throttled" in error_names_for(ErrorType.TRANSIENT)
-    assert error_type_of("throttled") == "transient"
+def test_throttled_and_circuit_open_are_transient_error_names() -> None:
+    for name in ("throttled", "circuit_open"):
+        assert name in error_names_for(ErrorType.TRANSIENT)
+        assert error_type_of(name) == "transient"
 
 
 def test_the_default_policy_waits_throttled_out_before_its_own_rule() -> None:
     wait_out, rule = task_retries("draft")
     assert wait_out == {
-        "ErrorEquals": ["throttled"],
+        "ErrorEquals": ["throttled", "circuit_open"],
         "IntervalSeconds": 2,
         "MaxAttempts": WAIT_OUT_RETRIES,
         "BackoffRate": 2.0,
         "MaxDelaySeconds": WAIT_OUT_MAX_DELAY,
         "JitterStrategy": "FULL",
     }
-    assert "throttled" not in rule["ErrorEquals"] and "transient" in rule["ErrorEquals"]
+    assert "throttled" not in rule["ErrorEquals"] and "circuit_open" not in rule["ErrorEquals"]
+    assert "transient" in rule["ErrorEquals"]
     assert rule["MaxAttempts"] == 2
 
 
@@ -70,7 +72,8 @@ def test_a_policy_that_does_not_retry_transient_errors_does_not_wait_throttled_o
 def test_on_all_keeps_states_all_last_and_the_longer_max_delay() -> None:
     never, wait_out, everything = task_retries("everything")
     assert never["MaxAttempts"] == 0
-    assert wait_out["ErrorEquals"] == ["throttled"] and wait_out["MaxDelaySeconds"] == 90
+    assert wait_out["ErrorEquals"] == ["throttled", "circuit_open"]
+    assert wait_out["MaxDelaySeconds"] == 90
     assert everything["ErrorEquals"] == ["States.ALL"]
 
 

@@ -18,7 +18,12 @@ from typing import Any
 import pytest
 from aws_lambda_powertools import Metrics
 
-from switchyard.constants import DATABASE_URL_ENV, LLM_SCRIPT_ENV, METRICS_NAMESPACE
+from switchyard.constants import (
+    DATABASE_URL_ENV,
+    LLM_SCRIPT_ENV,
+    METRICS_NAMESPACE,
+    TENANT_QUOTAS_ENV,
+)
 from switchyard.contract import StepErrorName
 from switchyard.engine.dispatch.lambda_context import LambdaContext
 from switchyard.runtime.wiring import step_services
@@ -241,3 +246,51 @@ def test_a_duplicate_invocation_of_a_running_side_effect_is_a_version_conflict(
     assert type(raised.value).__name__ == "transient"
     record = emitted_metrics(capsys.readouterr().out)
     assert _counts(record) == {"VersionConflicts": [1.0]}
+
+
+def test_a_throttled_step_is_counted_in_its_metric(
+    environment: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tenant = f"t{uuid.uuid4().hex[:8]}"
+    quotas = {tenant: {"claude-sonnet-4-5": {"requests_per_minute": 1}}}
+    monkeypatch.setenv(TENANT_QUOTAS_ENV, json.dumps(quotas))
+    environment.write_text("draft:\n  - {text: Refunded.}\n")
+    handler = handler_module("agent_step").handler
+    first = invocation("draft", AGENT, inputs={"body": "x"}, tenant=tenant)
+    handler(first.model_dump(mode="json"), context("agent_step"))
+    capsys.readouterr()
+
+    second = invocation("draft", AGENT, inputs={"body": "x"}, tenant=tenant)
+    with pytest.raises(Exception) as raised:
+        handler(second.model_dump(mode="json"), context("agent_step"))
+
+    assert type(raised.value).__name__ == "throttled"
+    assert json.loads(str(raised.value))["quota"] == f"{tenant}:claude-sonnet-4-5:requests"
+    record = emitted_metrics(capsys.readouterr().out)
+    assert record["ThrottledSteps"] == [1.0]
+
+
+def test_a_call_to_a_host_whose_circuit_is_open_fails_fast_and_is_counted(
+    environment: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    environment.write_text("{}\n")  # a tool step asks no model
+    host = f"{uuid.uuid4().hex[:8]}.example.com"
+    breakers = step_services().tools.breakers
+    for _ in range(breakers.policy.min_calls):  # other workers' calls to it failed
+        breakers.record(f"host:{host}", breakers.admit(f"host:{host}"), "failure")
+    step = {
+        "type": "tool",
+        "tool": "http.request",
+        "args": {"method": "GET", "url": f"https://{host}/"},
+    }
+    event = invocation("fetch", step).model_dump(mode="json")
+
+    with pytest.raises(Exception) as raised:
+        handler_module("tool_step").handler(event, context("tool_step"))
+
+    assert type(raised.value).__name__ == "circuit_open"
+    cause = json.loads(str(raised.value))
+    assert cause["circuit"] == f"host:{host}" and cause["retry_after"] > 0
+    assert "calls fail fast without being made" in cause["message"]
+    record = emitted_metrics(capsys.readouterr().out)
+    assert record["CircuitOpenSteps"] == [1.0]

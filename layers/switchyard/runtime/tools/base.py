@@ -23,6 +23,7 @@ from botocore.exceptions import (  # type: ignore[import-untyped]
 )
 
 from switchyard.model import SideEffect
+from switchyard.runtime.breakers import CircuitBreakers
 from switchyard.runtime.clock import Deadline
 from switchyard.runtime.errors import PermanentError
 from switchyard.runtime.rate_limits import RateLimitGate
@@ -53,6 +54,8 @@ class CallInfo:
     (the model calls' gate); None: not honoured (a tool invoked directly)."""
     deadline: Deadline | None = None
     """The attempt's deadline: a wait for a Retry-After must end before it."""
+    breakers: CircuitBreakers | None = None
+    """The circuits of the hosts a tool calls (`host:<name>[:<port>]`); None: not guarded."""
 
 
 class Tool(Protocol):

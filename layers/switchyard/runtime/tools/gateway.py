@@ -14,7 +14,11 @@ Before a call runs, in this order:
    the real ones never leave the step (the step renders them again when it runs again, and a
    `***` kept in edited arguments stands for the real value);
 5. side effects run once per idempotency key, never the attempt number: through Powertools,
-   or, for a tool that records the key in its effect's own transaction (`sql.query`), there.
+   or, for a tool that records the key in its effect's own transaction (`sql.query`), there;
+6. the call itself goes through circuit breakers (runtime/breakers.py): a declared tool's own
+   (`tool:<workflow>/<tool>`), and the host's for HTTP (`host:<name>[:<port>]`); an open one fails
+   the call `circuit_open` without making it. A call replayed from its idempotency record meets
+   no circuit: it is not made again.
 
 Every call is audited, refused ones too, with secrets redacted. A call id is a hash of the step's
 idempotency key, the call's position (`tool`, or `<turn>.<n>` in an agent) and the tool and
@@ -36,6 +40,7 @@ from switchyard.conditions import ConditionError
 from switchyard.conditions.evaluate import evaluate
 from switchyard.contract import HumanRequest, RunContext
 from switchyard.model import SideEffect
+from switchyard.runtime.breakers import CircuitBreakers, tool_circuit
 from switchyard.runtime.clock import Deadline
 from switchyard.runtime.database import transient_database_error
 from switchyard.runtime.errors import (
@@ -49,6 +54,7 @@ from switchyard.runtime.rate_limits import RateLimitGate
 from switchyard.runtime.tools.base import CallInfo, Tool, ToolEnvironment, canonical_json
 from switchyard.runtime.tools.registry import ToolRegistry
 from switchyard.stores.audit import AuditLog, AuditRecord, InMemoryAuditLog, redact, unredact
+from switchyard.stores.breaker import BreakerStore, InMemoryBreakerStore
 from switchyard.stores.idempotency import IdempotentCalls
 from switchyard.stores.tool_calls import (
     DecisionStore,
@@ -94,6 +100,8 @@ class GatewayStores:
     decisions: DecisionStore = field(default_factory=InMemoryDecisionStore)
     idempotency: IdempotentCalls | None = None
     """None only where side effects need no protection (tests of read-only tools)."""
+    breakers: BreakerStore = field(default_factory=InMemoryBreakerStore)
+    """Circuit states: shared by every process on PostgreSQL and DynamoDB."""
 
 
 def call_id_for(idempotency_key: str, request: ToolRequest) -> str:
@@ -125,6 +133,7 @@ class ToolGateway:
         self.env = env or ToolEnvironment()
         self.rate_limits = rate_limits
         """The Retry-After times endpoints sent (the step services' gate, shared with models)."""
+        self.breakers = CircuitBreakers(self.stores.breakers)
 
     def call(self, request: ToolRequest, scope: CallScope) -> Any:
         """Check, run and audit one call; its output, or a `StepError`."""
@@ -251,15 +260,23 @@ class ToolGateway:
             side_effect,
             rate_limits=self.rate_limits,
             deadline=scope.deadline,
+            breakers=self.breakers,
         )
+
+        def invoke() -> Any:
+            if self.registry.definition(request.tool) is None:  # a built-in: its host's circuit
+                return tool.invoke(args, self.env, info)
+            with self.breakers.guard(tool_circuit(scope.run.workflow, request.tool)):
+                return tool.invoke(args, self.env, info)
+
         if side_effect is SideEffect.NONE or self.stores.idempotency is None:
-            return tool.invoke(args, self.env, info)
+            return invoke()
         if side_effect is SideEffect.IDEMPOTENT and getattr(tool, "records_own_effects", False):
-            return tool.invoke(args, self.env, info)  # key and effect commit together
+            return invoke()  # key and effect commit together
         return self.stores.idempotency.run(
             key,
             {"tool": request.tool, "args": args},
-            lambda: tool.invoke(args, self.env, info),
+            invoke,
             non_idempotent=side_effect is SideEffect.NON_IDEMPOTENT,
             rerun_approved=decision is not None and decision.decision == "approved",
             lambda_context=scope.lambda_context,

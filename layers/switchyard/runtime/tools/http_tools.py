@@ -10,12 +10,14 @@
     other 4xx                    permanent
 
 Writes carry an `Idempotency-Key` header (the step's key), so endpoints that honour it apply a
-retried request once.
+retried request once. Every request goes through its host's circuit breaker (`host:<name>[:<port>]`,
+runtime/breakers.py): while the circuit is open it fails `circuit_open` without being sent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,6 +26,7 @@ import httpx
 
 from switchyard.model import SideEffect
 from switchyard.model.builtin_tools import BUILTIN_TOOLS
+from switchyard.runtime.breakers import host_circuit
 from switchyard.runtime.errors import (
     PermanentError,
     PolicyViolationError,
@@ -31,6 +34,7 @@ from switchyard.runtime.errors import (
     StepTimeoutError,
     TransientError,
 )
+from switchyard.runtime.rate_limits import RateLimitGate
 from switchyard.runtime.rendering import render
 from switchyard.runtime.tools.base import CallInfo, ToolEnvironment
 from switchyard.stores.idempotency import OutcomeUnknownError, OutcomeUnknownTimeoutError
@@ -80,12 +84,46 @@ def send_request(
         gate.wait(_BUCKET, host, call.deadline)  # a Retry-After the host sent earlier
         if call.deadline is not None:
             limit = min(limit, max(call.deadline.remaining() - gate.margin, 1.0))
+    breakers = call.breakers
+    circuit = host_circuit(host, urlsplit(url).port)
+    with breakers.guard(circuit) if breakers is not None else nullcontext():
+        return _exchange(
+            env,
+            tool=tool,
+            method=method,
+            url=url,
+            host=host,
+            headers=sent_headers,
+            params=params,
+            json_body=json_body,
+            body=body,
+            limit=limit,
+            gate=gate,
+        )
+
+
+def _exchange(
+    env: ToolEnvironment,
+    *,
+    tool: str,
+    method: str,
+    url: str,
+    host: str,
+    headers: dict[str, str],
+    params: Mapping[str, Any] | None,
+    json_body: Any,
+    body: str | None,
+    limit: float,
+    gate: RateLimitGate | None,
+) -> dict[str, Any]:
+    """The request and its answer, mapped to an output or an error (inside the host's circuit:
+    what it raises is the host's outcome)."""
     try:
         with env.http_client(limit) as client:
             response = client.request(
                 method,
                 url,
-                headers=sent_headers,
+                headers=headers,
                 params=dict(params) if params else None,
                 json=json_body,
                 content=body,
