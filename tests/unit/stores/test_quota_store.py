@@ -151,3 +151,31 @@ def test_concurrent_takes_never_pass_the_quota(store: QuotaStore) -> None:
     assert len(granted) == 25
     assert store.usage(requests).current == 25
     assert store.usage(tokens).current == 250
+
+
+def test_concurrent_takes_keep_the_reserved_share_for_the_highest_priority(
+    store: QuotaStore,
+) -> None:
+    """Normal takes race high ones: normal stops at its 80%, high fills the rest, never over."""
+    requests = counter("requests")
+    granted: dict[str, int] = {"high": 0, "normal": 0}
+    lock = threading.Lock()
+
+    def worker(priority: str, admit: int, tries: int) -> None:
+        for _ in range(tries):
+            try:
+                store.take([take(requests, 1, 40, admit=admit)])
+            except ThrottledError:
+                continue
+            with lock:
+                granted[priority] += 1
+
+    threads = [threading.Thread(target=worker, args=("normal", 32, 6)) for _ in range(10)]
+    threads += [threading.Thread(target=worker, args=("high", 40, 12)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert granted["normal"] <= 32
+    assert granted["normal"] + granted["high"] == 40  # high alone tries 48 times
+    assert store.usage(requests).current == 40
