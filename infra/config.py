@@ -67,6 +67,8 @@ class Settings:
     """Tenant -> USD per UTC day (`SWITCHYARD_TENANT_DAILY_LIMITS`)."""
     tenant_quotas: Mapping[str, Any] = field(default_factory=dict)
     """Tenant -> model -> tokens and requests per minute (`SWITCHYARD_TENANT_QUOTAS`)."""
+    circuit_breakers: Mapping[str, Any] = field(default_factory=dict)
+    """The circuit breakers' policy (`SWITCHYARD_CIRCUIT_BREAKER_POLICY`); empty: the defaults."""
     model_prices: Mapping[str, Any] | None = None
     """Model id -> prices, checked against the catalog; shipped as a file in a layer."""
     email_from: str | None = None
@@ -104,6 +106,7 @@ class Settings:
             sql_connections=_sql_connections(get("sqlConnections")),
             tenant_daily_limits=_tenant_daily_limits(get("tenantDailyLimits")),
             tenant_quotas=_tenant_quotas(get("tenantQuotas")),
+            circuit_breakers=_circuit_breakers(get("circuitBreakers")),
             model_prices=_model_prices(get("modelPrices"), root),
             email_from=_email_from(get("emailFrom")),
             tool_resources=_tool_resources(get("toolResources")),
@@ -216,6 +219,20 @@ def _tenant_quotas(value: Any) -> dict[str, Any]:
     except QuotaConfigError as exc:
         raise SettingsError(str(exc)) from None
     return quotas
+
+
+def _circuit_breakers(value: Any) -> dict[str, Any]:
+    """Checked the way the runtime reads it, so that a bad policy fails the synth."""
+    from switchyard.runtime.breakers import BreakerConfigError, parse_breaker_policy
+
+    if value is None:
+        return {}
+    policy = _object("circuitBreakers", value)
+    try:
+        parse_breaker_policy(policy, source=f"{CONTEXT_PREFIX}circuitBreakers")
+    except BreakerConfigError as exc:
+        raise SettingsError(str(exc)) from None
+    return policy
 
 
 def _model_prices(value: Any, root: Path) -> dict[str, Any] | None:

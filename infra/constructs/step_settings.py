@@ -2,7 +2,8 @@
 
 From CDK context (docs/deploy.md): the HTTP tools' host allow-list, SQL connections (each a
 Secrets Manager secret: the function gets `SWITCHYARD_SQL_<NAME>=secret:<secret>` and may read
-that secret), the default email sender, tenant daily limits and quotas, model prices (a file in a
+that secret), the default email sender, tenant daily limits and quotas, the circuit breakers'
+policy, model prices (a file in a
 layer of its own, since the runtime reads prices from a file). From the workflows
 (`infra/tool_access.py`): one policy per step function with what its tools need, and a cdk-nag
 acknowledgement, with its reason, for each resource with a wildcard.
@@ -31,6 +32,7 @@ from infra.tool_access import (
     ToolAccess,
 )
 from switchyard.constants import (
+    CIRCUIT_BREAKER_POLICY_ENV,
     EMAIL_FROM_ENV,
     HTTP_ALLOWED_HOSTS_ENV,
     MODEL_PRICES_ENV,
@@ -40,6 +42,8 @@ from switchyard.constants import (
     TENANT_QUOTAS_ENV,
 )
 
+GATEWAY_STEPS = ("agent_step", "tool_step")
+"""Functions that call tools through the gateway, and so through its circuit breakers."""
 MODEL_PRICES_FOLDER = "switchyard-config"
 MODEL_PRICES_PATH = f"/opt/{MODEL_PRICES_FOLDER}/model-prices.json"
 """Where Lambda mounts the prices file of the `ModelPrices` layer."""
@@ -86,6 +90,12 @@ class StepSettings(Construct):
             quotas = json.dumps(dict(settings.tenant_quotas), sort_keys=True, separators=(",", ":"))
             for function in model_steps:
                 function.add_environment(TENANT_QUOTAS_ENV, quotas)
+        if settings.circuit_breakers:
+            policy = json.dumps(
+                dict(settings.circuit_breakers), sort_keys=True, separators=(",", ":")
+            )
+            for name in GATEWAY_STEPS:
+                functions.by_name[name].add_environment(CIRCUIT_BREAKER_POLICY_ENV, policy)
         self.model_prices: lambda_.LayerVersion | None = None
         if settings.model_prices is not None:
             self.model_prices = self._model_prices_layer(dict(settings.model_prices))

@@ -32,6 +32,9 @@ TENANT_DAILY_LIMITS_ENV = "SWITCHYARD_TENANT_DAILY_LIMITS"
 TENANT_QUOTAS_ENV = "SWITCHYARD_TENANT_QUOTAS"
 """JSON `{"tenant": {"model id or *": {"tokens_per_minute": n, "requests_per_minute": n}}}`:
 each tenant's per-minute model quotas."""
+CIRCUIT_BREAKER_POLICY_ENV = "SWITCHYARD_CIRCUIT_BREAKER_POLICY"
+"""JSON `{"failure_rate": 0.5, "window_seconds": 60, "min_calls": 5, "open_seconds": 30,
+"probe_seconds": 30}`, any of them: when the tool gateway's circuits open and how long they rest."""
 BUDGET_TABLE_ENV = "SWITCHYARD_BUDGET_TABLE"
 """DynamoDB table of the budget ledger (key `pk`)."""
 IDEMPOTENCY_TABLE_ENV = "SWITCHYARD_IDEMPOTENCY_TABLE"

@@ -35,6 +35,7 @@ CONFIGURED_CONTEXT: dict[str, Any] = {
     "switchyard:sqlConnections": {"ledger": "prod/ledger", "unused": "prod/unused"},
     "switchyard:tenantDailyLimits": {"acme": 50, "default": 200},
     "switchyard:tenantQuotas": {"acme": {"claude-sonnet-4-5": {"tokens_per_minute": 400000}}},
+    "switchyard:circuitBreakers": {"failure_rate": 0.25, "open_seconds": 10},
     "switchyard:modelPrices": {"claude-haiku-4-5": {"input": 1.1, "output": 5.5}},
     "switchyard:emailFrom": "noreply@example.com",
     "switchyard:toolResources": {

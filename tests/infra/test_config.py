@@ -77,6 +77,12 @@ def test_model_prices_come_from_a_yaml_file_beside_the_app_and_are_checked(
         ("stuckAfterSeconds", "5m", "expected a whole number of seconds"),
         ("stuckAfterSeconds", 0, "expected a whole number of seconds"),
         (
+            "circuitBreakers",
+            {"failure_rate": 1.5},
+            r"circuitBreakers\.failure_rate: expected a fraction of the calls above 0",
+        ),
+        ("circuitBreakers", {"open": 5}, "circuitBreakers: unknown key 'open'"),
+        (
             "tenantQuotas",
             {"acme": {"claude-haiku-4-5": {"tokens_per_minute": 0}}},
             r"tenantQuotas\.acme\.claude-haiku-4-5\.tokens_per_minute: expected a whole number",

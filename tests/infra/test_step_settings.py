@@ -11,6 +11,7 @@ import pytest
 from infra.constructs.step_settings import named_env
 from switchyard.constants import (
     APPROVAL_BASE_URL_ENV,
+    CIRCUIT_BREAKER_POLICY_ENV,
     EMAIL_FROM_ENV,
     HTTP_ALLOWED_HOSTS_ENV,
     MODEL_PRICES_ENV,
@@ -186,6 +187,12 @@ def test_hosts_sender_limits_and_prices_are_set_only_where_they_are_read(
         assert env[MODEL_PRICES_ENV] == "/opt/switchyard-config/model-prices.json"
     assert TENANT_DAILY_LIMITS_ENV not in tool and MODEL_PRICES_ENV not in tool
     assert TENANT_QUOTAS_ENV not in tool
+    for env in (agent, tool):  # the gateway's users
+        assert json.loads(env[CIRCUIT_BREAKER_POLICY_ENV]) == {
+            "failure_rate": 0.25,
+            "open_seconds": 10,
+        }
+    assert CIRCUIT_BREAKER_POLICY_ENV not in router
 
 
 def test_model_prices_ship_in_a_layer_of_their_own(configured: Synthesized) -> None:

@@ -10,14 +10,21 @@ What a call says about its downstream (`outcome_of`): a transient error or a tim
 failure; an answer is a success, even a 4xx or a 429 (the downstream is up; a 429's Retry-After
 has its own gate); a call refused before it was made (a policy, another open circuit, a quota)
 says nothing.
+
+When a circuit opens and how long it rests is its policy (`BreakerPolicy`): the defaults, or
+`SWITCHYARD_CIRCUIT_BREAKER_POLICY` (JSON; on AWS from the CDK context
+`switchyard:circuitBreakers`), one policy for every circuit of the process.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import fields
+from typing import Any
 
 from switchyard.runtime.errors import (
     CircuitOpenError,
@@ -27,17 +34,83 @@ from switchyard.runtime.errors import (
     ThrottledError,
     TransientError,
 )
-from switchyard.stores.breaker import Admission, BreakerStore, Outcome
+from switchyard.runtime.settings import CIRCUIT_BREAKER_POLICY_ENV
+from switchyard.stores.breaker import (
+    DEFAULT_POLICY,
+    Admission,
+    BreakerPolicy,
+    BreakerStore,
+    Outcome,
+)
 
 log = logging.getLogger(__name__)
 
 BREAKERS_ENV = "SWITCHYARD_CIRCUIT_BREAKERS"
 """`off` turns the circuits off (every call goes through and nothing is counted): for a test
-or a drill whose tool fails on purpose. Anything else, or unset, leaves them on."""
+or a drill whose tool fails on purpose. `on`, or unset, leaves them on; anything else is an
+error (a typo must not leave them on unnoticed)."""
+
+
+class BreakerConfigError(ValueError):
+    """The circuit breakers' configuration does not parse; the message names where and what."""
 
 
 def breakers_enabled() -> bool:
-    return os.environ.get(BREAKERS_ENV, "on").strip().lower() != "off"
+    value = os.environ.get(BREAKERS_ENV, "on").strip().lower()
+    if value not in ("on", "off", ""):
+        raise BreakerConfigError(f"{BREAKERS_ENV}: expected on or off, got {value!r}")
+    return value != "off"
+
+
+_POLICY_KEYS = tuple(f.name for f in fields(BreakerPolicy))
+
+
+def _policy_value(key: str, value: Any, where: str) -> int | float:
+    """One setting, checked: whole numbers >= 1 for the window and the calls, a rate in (0, 1],
+    positive seconds for the rest."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BreakerConfigError(f"{where}.{key}: expected a number, got {value!r}")
+    if key in ("window_seconds", "min_calls"):
+        if not isinstance(value, int) or value < 1:
+            raise BreakerConfigError(f"{where}.{key}: expected a whole number >= 1, got {value!r}")
+        return value
+    if key == "failure_rate":
+        if not 0 < value <= 1:
+            raise BreakerConfigError(
+                f"{where}.{key}: expected a fraction of the calls above 0 and at most 1 "
+                f"(0.5: half of them), got {value!r}"
+            )
+        return float(value)
+    if value <= 0:
+        raise BreakerConfigError(f"{where}.{key}: expected seconds above 0, got {value!r}")
+    return float(value)
+
+
+def parse_breaker_policy(data: Any, *, source: str = CIRCUIT_BREAKER_POLICY_ENV) -> BreakerPolicy:
+    """`{"failure_rate": 0.5, "window_seconds": 60, "min_calls": 5, "open_seconds": 30,
+    "probe_seconds": 30}`, any of them (the others keep their defaults), checked."""
+    if not isinstance(data, dict):
+        raise BreakerConfigError(
+            f"{source}: expected an object of settings ({', '.join(_POLICY_KEYS)}), got {data!r}"
+        )
+    unknown = sorted(set(data) - set(_POLICY_KEYS))
+    if unknown:
+        raise BreakerConfigError(
+            f"{source}: unknown key {unknown[0]!r} (known: {', '.join(_POLICY_KEYS)})"
+        )
+    values = {key: _policy_value(key, value, source) for key, value in data.items()}
+    return BreakerPolicy(**values)  # type: ignore[arg-type]
+
+
+def breaker_policy_from_env() -> BreakerPolicy:
+    raw = os.environ.get(CIRCUIT_BREAKER_POLICY_ENV)
+    if not raw or not raw.strip():
+        return DEFAULT_POLICY
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise BreakerConfigError(f"{CIRCUIT_BREAKER_POLICY_ENV}: not JSON: {exc}") from None
+    return parse_breaker_policy(data)
 
 
 def outcome_of(error: BaseException | None) -> Outcome:

@@ -14,6 +14,7 @@ from typing import Any
 from psycopg_pool import ConnectionPool
 
 from switchyard.contract import StepInvocation
+from switchyard.runtime.breakers import breaker_policy_from_env
 from switchyard.runtime.clock import SYSTEM_CLOCK, Clock
 from switchyard.runtime.journal import InMemoryTurnJournal, TurnJournal
 from switchyard.runtime.large_outputs import OutputStore
@@ -105,7 +106,7 @@ def postgres_services(pool: ConnectionPool, **overrides: Any) -> StepServices:
             calls=PostgresToolCallLedger(pool),
             decisions=PostgresDecisionStore(pool),
             idempotency=IdempotentCalls(PostgresPersistenceLayer(pool)),
-            breakers=PostgresBreakerStore(pool, clock=clock.now),
+            breakers=PostgresBreakerStore(pool, policy=breaker_policy_from_env(), clock=clock.now),
         ),
         "ledger": PostgresBudgetLedger(pool),
         "quota_store": PostgresQuotaStore(pool, clock=clock.now),
@@ -149,7 +150,10 @@ def aws_services(
         )
     if "tools" not in overrides:
         base.tools.breakers = DynamoDBBreakerStore(
-            budget_table or os.environ[BUDGET_TABLE_ENV], client=dynamodb, clock=base.clock.now
+            budget_table or os.environ[BUDGET_TABLE_ENV],
+            client=dynamodb,
+            policy=breaker_policy_from_env(),
+            clock=base.clock.now,
         )
     if "quota_store" not in overrides:
         base.quota_store = DynamoDBQuotaStore(

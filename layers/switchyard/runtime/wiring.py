@@ -139,6 +139,7 @@ def step_services() -> StepServices:
     if pool is not None:
         return aws_services(pool) if on_aws else postgres_services(pool)
     if on_aws:
+        from switchyard.runtime.breakers import breaker_policy_from_env
         from switchyard.runtime.large_outputs import S3OutputStore
         from switchyard.runtime.tools import GatewayStores
         from switchyard.stores.breaker import DynamoDBBreakerStore
@@ -150,7 +151,9 @@ def step_services() -> StepServices:
         return StepServices(
             tools=GatewayStores(
                 idempotency=IdempotentCalls(persistence),
-                breakers=DynamoDBBreakerStore(os.environ[BUDGET_TABLE_ENV]),
+                breakers=DynamoDBBreakerStore(
+                    os.environ[BUDGET_TABLE_ENV], policy=breaker_policy_from_env()
+                ),
             ),
             ledger=DynamoDBBudgetLedger(os.environ[BUDGET_TABLE_ENV]),
             quota_store=DynamoDBQuotaStore(os.environ[BUDGET_TABLE_ENV]),

@@ -40,7 +40,7 @@ from switchyard.conditions import ConditionError
 from switchyard.conditions.evaluate import evaluate
 from switchyard.contract import HumanRequest, RunContext
 from switchyard.model import SideEffect
-from switchyard.runtime.breakers import CircuitBreakers, tool_circuit
+from switchyard.runtime.breakers import CircuitBreakers, breaker_policy_from_env, tool_circuit
 from switchyard.runtime.clock import Deadline
 from switchyard.runtime.database import transient_database_error
 from switchyard.runtime.errors import (
@@ -100,7 +100,9 @@ class GatewayStores:
     decisions: DecisionStore = field(default_factory=InMemoryDecisionStore)
     idempotency: IdempotentCalls | None = None
     """None only where side effects need no protection (tests of read-only tools)."""
-    breakers: BreakerStore = field(default_factory=InMemoryBreakerStore)
+    breakers: BreakerStore = field(
+        default_factory=lambda: InMemoryBreakerStore(policy=breaker_policy_from_env())
+    )
     """Circuit states: shared by every process on PostgreSQL and DynamoDB."""
 
 
