@@ -55,6 +55,7 @@ from switchyard.engine.commands import (
     TimerFired,
 )
 from switchyard.engine.dispatch import Dispatcher, FunctionRegistry, TaskOutcome
+from switchyard.engine.dispatch.paths import RemainingPaths
 from switchyard.engine.dispatch.ready import task_priority
 from switchyard.engine.dispatch.workers import DATABASE_FAULT_PATIENCE, invoke
 from switchyard.engine.interpreter import (
@@ -162,6 +163,8 @@ class Engine:
         """Final statuses of the executions that ended lately, by ARN, for `wait` (bounded)."""
         self._thread: threading.Thread | None = None
         self._dispatcher = Dispatcher(self.registry, workers=workers, on_outcome=self._task_outcome)
+        self._paths = RemainingPaths()
+        """The longest remaining path of each task, read from its machine (for the queue)."""
         self._conn: psycopg.Connection[Any] | None = None
         self._store: EngineStore | None = None
         self._recorder: RunRecorder | None = None
@@ -1072,8 +1075,15 @@ class Engine:
                 return TaskOutcome(key, False, error=error, cause=cause)
             return TaskOutcome(key, True, _lambda_result(result) if shaped else result)
 
-        # Ready tasks wait by their run's priority, and take turns across runs (dispatch/ready.py).
-        self._dispatcher.submit(spec, job, priority=task_priority(payload), run=execution.id)
+        # Ready tasks wait by their run's priority, take turns across runs, and within a run go
+        # longest remaining path first (dispatch/ready.py, dispatch/paths.py).
+        frame = execution.frames.get(request.frame)
+        remaining = (
+            self._paths.remaining(execution.machine, frame.program, frame.state) if frame else 0
+        )
+        self._dispatcher.submit(
+            spec, job, priority=task_priority(payload), run=execution.id, remaining=remaining
+        )
 
     def _stop_children(self, execution: Execution, frame_id: int, attempt: int) -> None:
         backoff = Backoff()

@@ -136,3 +136,61 @@ def test_a_low_priority_run_waits_for_the_normal_ones(database: str) -> None:
 
 def test_in_arrival_order_the_small_run_would_wait_behind_the_fan_out(database: str) -> None:
     assert order_of_calls(database, "high", fair=False)[-1] == "small"
+
+
+def branch(*names: str) -> dict[str, Any]:
+    """Tasks in a row, each calling `work` with its state's name."""
+    states: dict[str, Any] = {}
+    for i, name in enumerate(names):
+        state: dict[str, Any] = {
+            "Type": "Task",
+            "Resource": LAMBDA,
+            "Parameters": {"FunctionName": "work", "Payload": {"name.$": "$$.State.Name"}},
+            "ResultPath": None,
+        }
+        if i + 1 < len(names):
+            state["Next"] = names[i + 1]
+        else:
+            state["End"] = True
+        states[name] = state
+    return {"StartAt": names[0], "States": states}
+
+
+def test_within_a_run_the_branch_with_the_longest_path_is_dispatched_first(
+    database: str,
+) -> None:
+    """Two branches ready at once, one worker: the three-task branch starts before the one-task
+    branch declared before it, so the run's critical path is not left for last."""
+    work = Work()
+    registry = FunctionRegistry(None)
+    registry.register("work", work)
+    engine = Engine(database, registry=registry, workers=1)
+    engine.start()
+    try:
+        with psycopg.connect(database, autocommit=True) as conn:
+            store = EngineStore(conn)
+            blocker = machines.create(
+                store, Arns(), name="blocker", definition=json.dumps(branch("Blocker"))
+            )
+            fork = {
+                "StartAt": "Fork",
+                "States": {
+                    "Fork": {
+                        "Type": "Parallel",
+                        "Branches": [branch("Short"), branch("Long1", "Long2", "Long3")],
+                        "End": True,
+                    }
+                },
+            }
+            forked = machines.create(store, Arns(), name="forked", definition=json.dumps(fork))
+        ready = engine._dispatcher._ready
+        first = engine.submit(StartExecution(blocker["stateMachineArn"], "blocker", {}))
+        assert work.entered.wait(30)  # the one worker is busy
+        run = engine.submit(StartExecution(forked["stateMachineArn"], "forked", {}))
+        wait_until(lambda: len(ready) == 2)  # both branches' first tasks wait
+        work.release.set()
+        assert engine.wait(first["executionArn"], timeout=30) == "SUCCEEDED"
+        assert engine.wait(run["executionArn"], timeout=30) == "SUCCEEDED"
+    finally:
+        engine.close()
+    assert work.calls[:3] == ["Blocker", "Long1", "Short"]

@@ -134,11 +134,13 @@ class Dispatcher:
         *,
         priority: int = NORMAL_RANK,
         run: Hashable = None,
+        remaining: int = 0,
     ) -> None:
-        """Queue `job`, then start what may run now. `priority` (a rank: lower first) and `run`
-        (whose turn it is in the rotation) order the queue."""
+        """Queue `job`, then start what may run now. `priority` (a rank: lower first), `run`
+        (whose turn it is in the rotation) and `remaining` (the longest path after the task in
+        its run: longer first) order the queue."""
         with self._lock:
-            self._ready.put(spec.name, (spec, job), priority=priority, run=run)
+            self._ready.put(spec.name, (spec, job), priority=priority, run=run, remaining=remaining)
             starting = self._startable()
         self._start(starting)
 

@@ -1,4 +1,5 @@
-"""Ready tasks wait by priority, take turns across runs, and respect each function's cap."""
+"""Ready tasks wait by priority, take turns across runs, go longest remaining path first within a
+run, and respect each function's cap."""
 
 from __future__ import annotations
 
@@ -55,12 +56,39 @@ def test_a_task_whose_function_is_at_its_cap_keeps_its_place() -> None:
     assert drain(queue) == ["agent-task"]
 
 
+def test_within_a_run_the_longest_remaining_path_goes_first_then_arrival() -> None:
+    queue: ReadyQueue[str] = ReadyQueue()
+    queue.put("f", "short", priority=NORMAL, run="a", remaining=1)
+    queue.put("f", "long", priority=NORMAL, run="a", remaining=3)
+    queue.put("f", "middle0", priority=NORMAL, run="a", remaining=2)
+    queue.put("f", "middle1", priority=NORMAL, run="a", remaining=2)
+    assert drain(queue) == ["long", "middle0", "middle1", "short"]
+
+
+def test_the_longest_path_does_not_jump_the_turns_of_other_runs() -> None:
+    queue: ReadyQueue[str] = ReadyQueue()
+    queue.put("f", "a-short", priority=NORMAL, run="a", remaining=1)
+    queue.put("f", "a-long", priority=NORMAL, run="a", remaining=5)
+    queue.put("f", "b", priority=NORMAL, run="b", remaining=1)
+    assert drain(queue) == ["a-long", "b", "a-short"]
+
+
+def test_a_longer_path_at_its_functions_cap_lets_a_shorter_one_run() -> None:
+    queue: ReadyQueue[str] = ReadyQueue()
+    queue.put("capped", "long", priority=NORMAL, run="a", remaining=3)
+    queue.put("free", "short", priority=NORMAL, run="a", remaining=1)
+    taken = queue.take(lambda w: w.function != "capped")
+    assert taken is not None and taken.item == "short"
+    assert drain(queue) == ["long"]
+
+
 def test_unfair_is_arrival_order() -> None:
     queue: ReadyQueue[str] = ReadyQueue(fair=False)
     queue.put("f", "big0", priority=NORMAL, run="fan-out")
+    queue.put("f", "long", priority=NORMAL, run="fan-out", remaining=9)
     queue.put("f", "big1", priority=NORMAL, run="fan-out")
     queue.put("f", "small", priority=HIGH, run="small")
-    assert drain(queue) == ["big0", "big1", "small"]
+    assert drain(queue) == ["big0", "long", "big1", "small"]
 
 
 def test_a_task_priority_is_its_runs() -> None:
