@@ -21,6 +21,7 @@ the top-level stack but its nested stack.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -51,6 +52,11 @@ QUEUE_BACKLOG_SECONDS = 300
 VERSION_CONFLICTS_PER_PERIOD = 10
 RETRY_ATTEMPTS_PER_PERIOD = 50
 RATE_LIMITED_PER_PERIOD = 10
+THROTTLED_STEPS_PER_PERIOD = 50
+"""Steps refused over a tenant's quota: they wait and retry by design, so a few are the quota doing
+its job; this many in 5 minutes is a quota that stays full (work waits for minutes)."""
+CIRCUIT_OPEN_STEPS_PER_PERIOD = 10
+"""Steps refused by an open circuit: a downstream failed enough to be rested."""
 STEP_THROTTLES_PER_PERIOD = 10
 WORKFLOWS_PER_GRAPH = 100
 """A graph shows at most 500 metrics: the failed-or-timed-out graph takes three per workflow."""
@@ -62,6 +68,108 @@ BUDGET_PAUSE_PATTERN = logs.FilterPattern.all(
     logs.FilterPattern.string_value("$.type", "=", "TaskStateEntered"),
     logs.FilterPattern.string_value("$.details.name", "=", "budget gate*"),
 )
+
+
+STATES_SCHEMA = 'SCHEMA("AWS/States", StateMachineArn)'
+"""Every state machine of the account and region."""
+SWITCHYARD_SCHEMA = (
+    f'SCHEMA("{METRICS_NAMESPACE}", {MetricDimension.SERVICE}, {MetricDimension.WORKFLOW})'
+)
+"""Every step function's and workflow's count of a `switchyard` metric."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueryAlarm:
+    """An alarm on a sum over every state machine or workflow (a Metrics Insights query): one
+    alarm covers them all, and the dashboard and execution logs say which it was."""
+
+    construct_id: str
+    metric: str
+    schema: str
+    name: str
+    """`<stack>-<name>`, as docs/runbooks.md names it."""
+    threshold: int
+    description: str
+
+    @property
+    def query(self) -> str:
+        return f"SELECT SUM({self.metric}) FROM {self.schema}"
+
+
+def _counted(metric: Metric, threshold: int, name: str, what: str, runbook: str) -> QueryAlarm:
+    return QueryAlarm(
+        f"{metric}Alarm",
+        str(metric),
+        SWITCHYARD_SCHEMA,
+        name,
+        threshold,
+        f"switchyard: {threshold} or more {what} in 5 minutes (docs/runbooks.md#{runbook})",
+    )
+
+
+QUERY_ALARMS: tuple[QueryAlarm, ...] = (
+    QueryAlarm(
+        "RunsFailed",
+        "ExecutionsFailed",
+        STATES_SCHEMA,
+        "runs-failed",
+        1,
+        "switchyard: runs failed (any state machine of this account and region)",
+    ),
+    QueryAlarm(
+        "RunsTimedOut",
+        "ExecutionsTimedOut",
+        STATES_SCHEMA,
+        "runs-timed-out",
+        1,
+        "switchyard: runs timed out (any state machine of this account and region)",
+    ),
+    QueryAlarm(
+        "TransitionsThrottled",
+        "ExecutionThrottled",
+        STATES_SCHEMA,
+        "transitions-throttled",
+        1,
+        "switchyard: Step Functions throttled state transitions (a fan-out or a retry storm"
+        " past the account's transition quota; docs/runbooks.md#fan-out-contention)",
+    ),
+    _counted(
+        Metric.VERSION_CONFLICTS,
+        VERSION_CONFLICTS_PER_PERIOD,
+        "version-conflicts",
+        "attempts met another attempt updating the same record",
+        "concurrent-updates",
+    ),
+    _counted(
+        Metric.RETRY_ATTEMPTS,
+        RETRY_ATTEMPTS_PER_PERIOD,
+        "retry-storm",
+        "step attempts were retries",
+        "retry-storms",
+    ),
+    _counted(
+        Metric.RATE_LIMITED,
+        RATE_LIMITED_PER_PERIOD,
+        "provider-throttling",
+        "attempts were refused as too many requests",
+        "provider-throttling",
+    ),
+    _counted(
+        Metric.THROTTLED_STEPS,
+        THROTTLED_STEPS_PER_PERIOD,
+        "quota-throttling",
+        "step attempts were refused over a tenant's quota (throttled)",
+        "provider-throttling",
+    ),
+    _counted(
+        Metric.CIRCUIT_OPEN_STEPS,
+        CIRCUIT_OPEN_STEPS_PER_PERIOD,
+        "circuits-open",
+        "step attempts were refused by an open circuit breaker (circuit_open)",
+        "retry-storms",
+    ),
+)
+"""The platform's alarms on counts, with their thresholds per 5 minutes."""
 
 
 def _search(metric: Metric, statistic: str, label: str) -> cloudwatch.MathExpression:
@@ -214,52 +322,8 @@ class Monitoring(Construct):
         self.query_alarms: list[cloudwatch.CfnAlarm] = []
         # Alarms are platform-wide, not per workflow, and the dashboard and the execution logs
         # say which workflow it was. docs/runbooks.md has a section for each.
-        for query_metric, what in (
-            ("ExecutionsFailed", "runs failed"),
-            ("ExecutionsTimedOut", "runs timed out"),
-        ):
-            self._query_alarm(
-                f"Runs{query_metric.removeprefix('Executions')}",
-                f'SELECT SUM({query_metric}) FROM SCHEMA("AWS/States", StateMachineArn)',
-                f"switchyard: {what} (any state machine of this account and region)",
-                name=what.replace(" ", "-"),
-            )
-        self._query_alarm(
-            "TransitionsThrottled",
-            'SELECT SUM(ExecutionThrottled) FROM SCHEMA("AWS/States", StateMachineArn)',
-            "switchyard: Step Functions throttled state transitions (a fan-out or a retry storm"
-            " past the account's transition quota; docs/runbooks.md#fan-out-contention)",
-            name="transitions-throttled",
-        )
-        for metric, per_period, name, what in (
-            (
-                Metric.VERSION_CONFLICTS,
-                VERSION_CONFLICTS_PER_PERIOD,
-                "version-conflicts",
-                "attempts met another attempt updating the same record"
-                " (docs/runbooks.md#concurrent-updates)",
-            ),
-            (
-                Metric.RETRY_ATTEMPTS,
-                RETRY_ATTEMPTS_PER_PERIOD,
-                "retry-storm",
-                "step attempts were retries (docs/runbooks.md#retry-storms)",
-            ),
-            (
-                Metric.RATE_LIMITED,
-                RATE_LIMITED_PER_PERIOD,
-                "provider-throttling",
-                "attempts were refused as too many requests (docs/runbooks.md#provider-throttling)",
-            ),
-        ):
-            self._query_alarm(
-                f"{metric}Alarm",
-                f'SELECT SUM({metric}) FROM SCHEMA("{METRICS_NAMESPACE}",'
-                f" {MetricDimension.SERVICE}, {MetricDimension.WORKFLOW})",
-                f"switchyard: {per_period} or more {what} in 5 minutes",
-                name=name,
-                threshold=per_period,
-            )
+        for alarm in QUERY_ALARMS:
+            self._query_alarm(alarm)
         for metric, name, what in (
             (Metric.GATE_TIMEOUTS, "gate-timeouts", "a gate waited past its timeout"),
             (Metric.BUDGET_PAUSES, "budget-pauses", "a run paused over its budget"),
@@ -479,25 +543,22 @@ class Monitoring(Construct):
         )
         return self.dashboard
 
-    def _query_alarm(
-        self, construct_id: str, query: str, description: str, *, name: str, threshold: float = 1
-    ) -> None:
-        """An alarm on a Metrics Insights query: one alarm covers every state machine (or every
-        workflow's metric)."""
-        alarm = cloudwatch.CfnAlarm(
+    def _query_alarm(self, alarm: QueryAlarm) -> None:
+        """An alarm on a Metrics Insights query (L1: the L2 `Alarm` takes no query)."""
+        created = cloudwatch.CfnAlarm(
             self,
-            construct_id,
-            alarm_name=alarm_name(self._settings, name),
-            alarm_description=description,
+            alarm.construct_id,
+            alarm_name=alarm_name(self._settings, alarm.name),
+            alarm_description=alarm.description,
             comparison_operator="GreaterThanOrEqualToThreshold",
-            threshold=threshold,
+            threshold=alarm.threshold,
             evaluation_periods=1,
             treat_missing_data="notBreaching",
             metrics=[
                 cloudwatch.CfnAlarm.MetricDataQueryProperty(
-                    id="q", expression=query, period=300, return_data=True
+                    id="q", expression=alarm.query, period=300, return_data=True
                 )
             ],
             alarm_actions=[self.topic.topic_arn],
         )
-        self.query_alarms.append(alarm)
+        self.query_alarms.append(created)

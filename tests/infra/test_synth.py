@@ -610,6 +610,8 @@ PLATFORM_ALARMS = {
     "Switchyard-version-conflicts": 10,
     "Switchyard-retry-storm": 50,
     "Switchyard-provider-throttling": 10,
+    "Switchyard-quota-throttling": 50,
+    "Switchyard-circuits-open": 10,
     "Switchyard-gate-timeouts": 1,
     "Switchyard-budget-pauses": 1,
     "Switchyard-stuck-runs": 300_000,
@@ -645,6 +647,29 @@ def test_each_alarm_has_its_runbook_name_and_threshold(
     assert queue["MetricName"] == "ApproximateAgeOfOldestMessage" and queue["Threshold"] == 300
     dead_letters = set(nested) - set(backlog)
     assert len(dead_letters) == 6 and all(n.endswith("-dead-letters") for n in dead_letters)
+
+
+def test_steps_refused_over_quota_or_by_an_open_circuit_raise_alarms(
+    platform: Synthesized,
+) -> None:
+    """The counts the step functions emit (EMF, tests/unit/runtime/test_lambda_adapter.py),
+    summed over every workflow."""
+    alarms = {
+        a["Properties"]["AlarmName"]: a["Properties"]
+        for a in platform.resources("AWS::CloudWatch::Alarm").values()
+    }
+    for name, metric in (
+        ("Switchyard-quota-throttling", "ThrottledSteps"),
+        ("Switchyard-circuits-open", "CircuitOpenSteps"),
+    ):
+        (query,) = alarms[name]["Metrics"]
+        assert query["Expression"] == (
+            f'SELECT SUM({metric}) FROM SCHEMA("switchyard", service, workflow)'
+        )
+        assert query["Period"] == 300
+        assert alarms[name]["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+        assert alarms[name]["TreatMissingData"] == "notBreaching"
+        assert "docs/runbooks.md#" in alarms[name]["AlarmDescription"]
 
 
 def test_the_runbooks_name_every_alarm_with_its_threshold() -> None:
