@@ -10,6 +10,11 @@ an app the `dashboard_api` function runs through Mangum, behind the HTTP API's J
   person's name; any other verified e-mail decides as itself (the roles then refuse it unless
   a role lists it by name); without a verified e-mail, the Cognito user name.
 - No live feed: `/live` answers 501 `live_unavailable`, and the page reads again every second.
+  A run read while its execution is RUNNING is first caught up with Step Functions' history
+  (`catch_up`, `switchyard.records.catch_up`): the recorder only hears of a run's start and end.
+- Large values (`/blobs`) come from the output bucket (`outputs`, S3), at most `BLOB_BYTES` of
+  each: the page shows 512 KiB of a value, and a function's answer through API Gateway is at
+  most 6 MB, JSON-escaped (a value's text can triple in it).
 """
 
 from __future__ import annotations
@@ -23,11 +28,14 @@ from psycopg_pool import ConnectionPool
 from switchyard.api.answers import with_api_errors
 from switchyard.api.errors import UnauthorizedError
 from switchyard.approvals.people import People
-from switchyard.dashboard.routes import data_router
+from switchyard.dashboard.routes import CatchUpRun, data_router
 from switchyard.gates import TaskCallbacks
+from switchyard.runtime.large_outputs import OutputStore
 
 EVENT_SCOPE = "aws.event"
 """Where Mangum leaves the Lambda event in the ASGI scope."""
+BLOB_BYTES = 1024 * 1024
+"""The most of a large value `/blobs` answers on AWS (the rest is not read from S3)."""
 SIGN_IN = (
     "sign in to the dashboard: this API takes the ID token of its Cognito user pool"
     " (Authorization: Bearer <token>)"
@@ -56,8 +64,17 @@ def reviewer_of(claims: Mapping[str, Any], people: People) -> str | None:
     return str(username) if username else None
 
 
-def lambda_app(pool: ConnectionPool, callbacks: TaskCallbacks, people: People) -> FastAPI:
-    """The data API on `pool` (Aurora), deciding through `callbacks` (Step Functions)."""
+def lambda_app(
+    pool: ConnectionPool,
+    callbacks: TaskCallbacks,
+    people: People,
+    *,
+    outputs: OutputStore | None = None,
+    catch_up: CatchUpRun | None = None,
+) -> FastAPI:
+    """The data API on `pool` (Aurora), deciding through `callbacks` (Step Functions), reading
+    large values from `outputs` (the output bucket) and catching running runs up with
+    `catch_up`."""
 
     def signed_in(request: Request) -> None:
         if jwt_claims(request) is None:
@@ -77,6 +94,15 @@ def lambda_app(pool: ConnectionPool, callbacks: TaskCallbacks, people: People) -
         redirect_slashes=False,
     )
     app.include_router(
-        data_router(pool=pool, callbacks=callbacks, feed=None, guard=signed_in, reviewer=reviewer)
+        data_router(
+            pool=pool,
+            callbacks=callbacks,
+            feed=None,
+            guard=signed_in,
+            reviewer=reviewer,
+            outputs=outputs,
+            blob_limit=BLOB_BYTES,
+            catch_up=catch_up,
+        )
     )
     return with_api_errors(app)

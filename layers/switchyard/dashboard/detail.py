@@ -4,16 +4,25 @@ timeline. Values larger than `INLINE_BYTES` are left out and fetched on demand."
 
 from __future__ import annotations
 
+import logging
 from decimal import Decimal
 from typing import Any, Literal
 
 import psycopg
 from psycopg.rows import dict_row
 
-from switchyard.dashboard.errors import BadQueryError, ConflictError, NotFoundError
+from switchyard.dashboard.errors import (
+    BadQueryError,
+    ConflictError,
+    NotFoundError,
+    UnavailableError,
+)
 from switchyard.dashboard.graph import workflow_graph
 from switchyard.dashboard.runs import iso, run_row
 from switchyard.model.durations import parse_duration
+from switchyard.runtime.large_outputs import OutputNotFoundError, OutputStore
+
+log = logging.getLogger(__name__)
 
 INLINE_BYTES = 16 * 1024
 TIMELINE_EVENTS = 500
@@ -239,22 +248,31 @@ def run_value(
     return str(row[0]), int(row[1])
 
 
-def run_blob(conn: psycopg.Connection[Any], run_id: str, key: str) -> tuple[str, int]:
-    """A large value a step's output refers to (`$switchyard_ref`, kept in `output_blobs`), cut
-    at `MAX_VALUE_BYTES`. Only keys of this run's values: their path names the run."""
+def blob_of_run(conn: psycopg.Connection[Any], run_id: str, key: str) -> str:
+    """`key`, when it names a large value of this run (a `$switchyard_ref` of one of its
+    outputs): the runtime keys each by the run's id first, so only keys under it."""
     locate(conn, run_id)
     if run_id not in key.split("/")[:2]:
         raise NotFoundError(f"{key!r} is not a value of run {run_id!r}", code="blob_not_found")
-    row = conn.execute(
-        "SELECT substring(body FROM 1 FOR %s), octet_length(body) FROM output_blobs WHERE key = %s",
-        (MAX_VALUE_BYTES, key),
-    ).fetchone()
-    if row is None:
+    return key
+
+
+def blob_text(store: OutputStore, key: str, limit: int = MAX_VALUE_BYTES) -> tuple[str, int]:
+    """The start of a large value (at most `limit` bytes are read) as text, and its full size."""
+    try:
+        data, size = store.get_start(key, limit)
+    except OutputNotFoundError:
         raise NotFoundError(
-            f"the value {key!r} is not in this database (expired, or kept in S3)",
+            f"the value {key!r} is not in the output store: it expired, or this run's outputs"
+            " are kept elsewhere",
             code="blob_not_found",
-        )
-    return bytes(row[0]).decode("utf-8", errors="replace"), int(row[1])
+        ) from None
+    except Exception as exc:  # the store's own failure (S3 refused or unreachable): say so
+        log.warning("output store read failed: %s", type(exc).__name__)
+        raise UnavailableError(
+            "the output store could not be read just now; try again", code="unavailable"
+        ) from None
+    return data.decode("utf-8", errors="replace"), size
 
 
 def check_value(which: str) -> Value:

@@ -31,3 +31,8 @@ class ConflictError(DashboardError):
 class ForbiddenError(DashboardError):
     status = 403
     code = "forbidden"
+
+
+class UnavailableError(DashboardError):
+    status = 503
+    code = "unavailable"

@@ -58,6 +58,7 @@ from switchyard.gates import (
 )
 from switchyard.local.report import AmbiguousRunError, RunNotFoundError
 from switchyard.local.run_actions import NoOpenGateError, decide_gate, locate_run, open_gate_for
+from switchyard.runtime.large_outputs import OutputStore, PostgresOutputStore
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
@@ -78,6 +79,8 @@ Reviewer = Callable[[Request], str | None]
 """Who decides a gate, from the request: None when it does not say."""
 Guard = Callable[..., None]
 """A FastAPI dependency every data route runs first: raises to refuse the request."""
+CatchUpRun = Callable[[str], object]
+"""Brings a run's records up to date before it is read, given the run id; never raises."""
 
 
 def header_reviewer(request: Request) -> str | None:
@@ -178,12 +181,19 @@ def data_router(
     guard: Guard | None = None,
     reviewer: Reviewer = header_reviewer,
     stuck: bool = False,
+    outputs: OutputStore | None = None,
+    blob_limit: int = detail.MAX_VALUE_BYTES,
+    catch_up: CatchUpRun | None = None,
 ) -> APIRouter:
     """The data API over `pool`: decisions reach runs through `callbacks`; `feed` pushes changes
     (None: `/live` answers 501 `live_unavailable`, and pages poll); `guard` runs before every
     route; `reviewer` names who decides. `stuck`: `pool` is a local engine's database, whose
     tasks and timers say which runs are stuck (on Aurora, Step Functions keeps those to itself,
-    and the runs list says nothing of it)."""
+    and the runs list says nothing of it). `outputs`: where steps stored their large values
+    (None: the run database's `output_blobs`), of which `/blobs` reads at most `blob_limit`
+    bytes. `catch_up`: called with a run id before the run is read (on AWS, it brings a
+    running execution's records up to its history: `switchyard.records.catch_up`)."""
+    blobs = outputs if outputs is not None else PostgresOutputStore(pool)
     # PUBLIC to the REST API's own token check (header only): `guard` checks the caller itself
     # (locally the token by header or by cookie, which is all an EventSource can send)
     router = APIRouter(
@@ -226,7 +236,12 @@ def data_router(
 
     @router.get("/runs/{run_id}", openapi_extra=PUBLIC)
     async def get_run(run_id: str) -> Response:
-        return await _answer(read(lambda conn: detail.run_detail(conn, run_id)))
+        def query() -> dict[str, Any]:
+            if catch_up is not None:
+                catch_up(run_id)
+            return read(lambda conn: detail.run_detail(conn, run_id))()
+
+        return await _answer(query)
 
     @router.get("/runs/{run_id}/values/{which}", openapi_extra=PUBLIC)
     async def get_value(run_id: str, which: str, step: str | None = None) -> Response:
@@ -238,7 +253,11 @@ def data_router(
 
     @router.get("/runs/{run_id}/blobs", openapi_extra=PUBLIC)
     async def get_blob(run_id: str, key: Annotated[str, Query(max_length=1000)]) -> Response:
-        return await _answer(read(lambda conn: detail.run_blob(conn, run_id, key)), _value_response)
+        def query() -> tuple[str, int]:
+            found = read(lambda conn: detail.blob_of_run(conn, run_id, key))()
+            return detail.blob_text(blobs, found, blob_limit)
+
+        return await _answer(query, _value_response)
 
     @router.post("/runs/{run_id}/steps/{step}/{action}", openapi_extra=PUBLIC)
     async def decide(run_id: str, step: str, action: str, request: Request) -> Response:

@@ -30,6 +30,11 @@ class OutputStore(Protocol):
 
     def get(self, key: str) -> bytes: ...
 
+    def get_start(self, key: str, limit: int) -> tuple[bytes, int]:
+        """The first `limit` bytes of a value and its full size, without reading the rest (a
+        page shows the start of a large value)."""
+        ...
+
 
 class OutputNotFoundError(KeyError):
     """A reference whose value is not in the store (expired, or another store's)."""
@@ -54,6 +59,10 @@ class InMemoryOutputStore:
                 return self._data[key]
             except KeyError:
                 raise OutputNotFoundError(key) from None
+
+    def get_start(self, key: str, limit: int) -> tuple[bytes, int]:
+        data = self.get(key)
+        return data[:limit], len(data)
 
 
 class S3OutputStore:
@@ -83,6 +92,22 @@ class S3OutputStore:
         body: bytes = response["Body"].read()
         return body
 
+    def get_start(self, key: str, limit: int) -> tuple[bytes, int]:
+        """A ranged GET: at most `limit` bytes cross the network; the size is the object's."""
+        try:
+            response = self._client.get_object(
+                Bucket=self.bucket, Key=self.prefix + key, Range=f"bytes=0-{max(limit, 1) - 1}"
+            )
+        except self._client.exceptions.NoSuchKey:
+            raise OutputNotFoundError(key) from None
+        except self._client.exceptions.ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "InvalidRange":  # an empty object
+                return b"", 0
+            raise
+        body: bytes = response["Body"].read()
+        total = str(response.get("ContentRange") or "").rpartition("/")[2]
+        return body[:limit], int(total) if total.isdigit() else len(body)
+
 
 class PostgresOutputStore:
     """Table `output_blobs` (migration 0001)."""
@@ -105,6 +130,17 @@ class PostgresOutputStore:
         if row is None:
             raise OutputNotFoundError(key)
         return bytes(row[0])
+
+    def get_start(self, key: str, limit: int) -> tuple[bytes, int]:
+        with self._pool.connection() as conn:
+            row = conn.execute(
+                "SELECT substring(body FROM 1 FOR %s), octet_length(body) FROM output_blobs"
+                " WHERE key = %s",
+                (limit, key),
+            ).fetchone()
+        if row is None:
+            raise OutputNotFoundError(key)
+        return bytes(row[0]), int(row[1])
 
 
 def _dumps(value: Any) -> bytes:

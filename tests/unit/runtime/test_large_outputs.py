@@ -13,6 +13,7 @@ from psycopg_pool import ConnectionPool
 from switchyard.contract import LARGE_OUTPUT_BYTES, OUTPUT_REF_KEY
 from switchyard.runtime.large_outputs import (
     InMemoryOutputStore,
+    OutputNotFoundError,
     OutputStore,
     PostgresOutputStore,
     S3OutputStore,
@@ -101,3 +102,13 @@ def test_a_step_result_keeps_at_most_its_compiled_output_limit_inline() -> None:
     result = finish(limited, services, output).output
     assert json_size(result) <= 600
     assert result["id"] == "SUP-1" and OUTPUT_REF_KEY in result["summary"]
+
+
+def test_the_start_of_a_stored_value_is_read_with_its_full_size(store: OutputStore) -> None:
+    """What the dashboard shows of a large value: its first bytes, never the whole of it."""
+    data = b'{"text": "' + "é".encode() * 50_000 + b'"}'
+    store.put("run-1/draft/abc.json", data)
+    assert store.get_start("run-1/draft/abc.json", 100) == (data[:100], len(data))
+    assert store.get_start("run-1/draft/abc.json", len(data) + 10) == (data, len(data))
+    with pytest.raises(OutputNotFoundError):
+        store.get_start("run-1/draft/missing.json", 100)

@@ -1,0 +1,105 @@
+"""A deployed run's records brought up to its history while someone watches it.
+
+The recorder is woken by a run's status changes (its start, its end, a redrive), so between
+them the run's step records in Aurora stand still. When the dashboard reads a run whose
+execution is still RUNNING, `CatchUp` projects the history events the recorder has not
+projected yet, through the recorder's own path (`Recorder.record`: from the row's
+`next_event`, committed only if the row's version has not moved, so a page and the recorder,
+or two pages, never count a step twice).
+
+However many pages poll a run, Step Functions is read at most once per execution per
+`interval` (0.5 s): `execution_reads` (this module's table) keeps when each execution was
+last read, and a reader claims the next read with one conditional upsert, which only one of
+several concurrent readers wins. The others serve the records as they are; the next poll
+shows what the winner projected.
+
+A failed read (throttled, Step Functions unreachable) is logged and leaves the stored records
+to be served: a page is never refused because the catch-up failed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+
+from psycopg_pool import ConnectionPool
+
+from switchyard.records.recorder import RECORDED_FROM, Recorder
+
+log = logging.getLogger(__name__)
+
+INTERVAL_SECONDS = 0.5
+"""At most one history read per execution in this long, whatever the number of readers."""
+
+RUNNING_BY_RUN_ID_SQL = """
+SELECT e.id, e.arn FROM workflow_runs r JOIN sfn_executions e ON e.id = r.execution_id
+ WHERE r.run_id = %s AND e.status = 'RUNNING' AND e.options @> %s::jsonb
+"""
+RUNNING_BY_ARN_SQL = """
+SELECT e.id, e.arn FROM sfn_executions e
+ WHERE e.arn = %s AND e.status = 'RUNNING' AND e.options @> %s::jsonb
+"""
+CLAIM_READ_SQL = """
+INSERT INTO execution_reads AS last (execution_id, read_at) VALUES (%s, clock_timestamp())
+ON CONFLICT (execution_id) DO UPDATE SET read_at = EXCLUDED.read_at
+ WHERE last.read_at <= EXCLUDED.read_at - make_interval(secs => %s)
+RETURNING execution_id
+"""
+
+
+@dataclass(frozen=True)
+class CaughtUp:
+    """What one catch-up of one execution did: `events` projected now; `skipped` when another
+    reader read its history less than the interval ago; `error`, Step Functions' error code
+    (or the exception's type) when the read failed and the stored records were served."""
+
+    execution_arn: str
+    events: int = 0
+    skipped: bool = False
+    error: str | None = None
+
+
+class CatchUp:
+    """Catches the running deployed executions of a run up with their history (`recorder`
+    reads and projects it), at most once per execution per `interval` seconds."""
+
+    def __init__(
+        self, pool: ConnectionPool, recorder: Recorder, *, interval: float = INTERVAL_SECONDS
+    ) -> None:
+        self._pool = pool
+        self._recorder = recorder
+        self._interval = interval
+
+    def run(self, run_id: str) -> list[CaughtUp]:
+        """Catch up the run `run_id` names (its execution name, or its execution's ARN) if it
+        is a deployed run still RUNNING; [] for any other run."""
+        sql = RUNNING_BY_ARN_SQL if run_id.startswith("arn:") else RUNNING_BY_RUN_ID_SQL
+        with self._pool.connection() as conn:
+            running = conn.execute(sql.encode(), (run_id, json.dumps(RECORDED_FROM))).fetchall()
+            claimed = {
+                int(execution_id)
+                for execution_id, _ in running
+                if conn.execute(CLAIM_READ_SQL, (execution_id, self._interval)).fetchone()
+            }
+            conn.commit()
+        return [
+            self._read(str(arn)) if int(execution_id) in claimed else CaughtUp(arn, skipped=True)
+            for execution_id, arn in running
+        ]
+
+    def _read(self, arn: str) -> CaughtUp:
+        try:
+            recorded = self._recorder.record(arn)
+        except Exception as exc:  # the page is served from the stored records regardless
+            code = _error_code(exc) or type(exc).__name__
+            log.warning("catch-up of a running execution failed: %s", code)
+            return CaughtUp(arn, error=code)
+        return CaughtUp(arn, events=recorded.events)
+
+
+def _error_code(exc: Exception) -> str | None:
+    """A botocore `ClientError`'s code (ThrottlingException, ...); None for anything else."""
+    response = getattr(exc, "response", None)
+    error = response.get("Error") if isinstance(response, dict) else None
+    return str(error.get("Code")) if isinstance(error, dict) else None

@@ -1,0 +1,314 @@
+"""The dashboard of a deployed run, live, on moto: `functions/dashboard_api/handler.py` (the real
+function, given the HTTP API's events with the JWT authorizer's claims) polled while moto's Step
+Functions runs the compiled machine, whose steps take a second or so each.
+
+The recorder hears only of the run's start (its RUNNING status change, handed to the real
+`functions/recorder/handler.py` as EventBridge would); every step that completes after that
+reaches the page because the function catches the run up with its history when it is read
+(`switchyard.records.catch_up`). A page polls once a second on AWS (`config.json`), so a step's
+completion is on the page at most a period plus a read after it: measured here from the step
+function returning its result to the poll that shows the step `completed` with its cost.
+
+Large values: the last step's output is offloaded to S3 by the step runtime's own code
+(`step_io.finish`, as on Lambda) and read back through `/blobs`, cut at the function's cap.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3  # type: ignore[import-untyped]
+import pytest
+from psycopg_pool import ConnectionPool
+
+from switchyard.constants import DATABASE_URL_ENV, OUTPUT_BUCKET_ENV
+from switchyard.contract import OUTPUT_REF_KEY, StepInvocation
+from switchyard.dashboard.aws import BLOB_BYTES
+from switchyard.engine.dispatch.lambda_context import LambdaContext
+from switchyard.model import Workflow
+from switchyard.records.catch_up import CatchUp
+from switchyard.records.recorder import Recorder
+from switchyard.runtime import wiring
+from switchyard.runtime.large_outputs import S3OutputStore
+from switchyard.runtime.services import StepServices
+from switchyard.runtime.step_io import finish
+from switchyard.source import load_document
+from switchyard.validate import validate_document
+from tests.e2e.test_recorder_on_moto import read_records, status_change
+from tests.pg import fresh_database
+from tests.scenarios.harness.moto_runner import REGION, create_machines, moto_step_functions
+from tests.scenarios.harness.scripted import ScriptedFunctions
+from tests.unit.dashboard.test_dashboard_api_handler import http_event
+from tests.unit.gates.test_notify import handler_module
+
+POLL_SECONDS = 1.0
+"""How often an open page reads the run on AWS (`config.json`'s `everySeconds`)."""
+LIVE_SECONDS = 2.0
+"""The seed's bound: a step's completion on the page within 2 s."""
+ASSERTED_SECONDS = 1.6
+"""What the test holds the latency to: the bound, with a margin for a loaded machine."""
+BUCKET = "switchyard-outputs"
+BIG_TEXT_BYTES = 1_500_000
+WORKFLOW = """
+switchyard: 1
+name: live-linear
+version: 1
+inputs: {topic: {type: string}}
+defaults: {model: claude-haiku-4-5}
+steps:
+  research: {type: agent, prompt: "Research {{ inputs.topic }}"}
+  draft: {type: agent, after: [research], prompt: "Draft from {{ steps.research.output.text }}"}
+  publish: {type: agent, after: [draft], prompt: "Publish {{ steps.draft.output.text }}"}
+"""
+SCRIPT: dict[str, list[dict[str, Any]]] = {
+    "research": [{"text": "owls hoot", "sleep": 1.2, "cost_usd": 0.0011}],
+    "draft": [{"text": "A post about owls", "sleep": 1.5, "cost_usd": 0.0023}],
+    "publish": [{"text": "x" * BIG_TEXT_BYTES, "sleep": 1.3, "cost_usd": 0.0037}],
+}
+
+
+def _workflow() -> Workflow:
+    result = validate_document(load_document(WORKFLOW, file="live-linear.yaml"))
+    assert result.workflow is not None, [d.format() for d in result.diagnostics]
+    return result.workflow
+
+
+@dataclass
+class TimedSteps(ScriptedFunctions):
+    """The scripted step functions, each result's output offloaded as the step runtime does on
+    Lambda (to S3, `step_io.finish`), and the moment each step returned its result."""
+
+    store: S3OutputStore | None = None
+    returned: dict[str, float] = field(default_factory=dict)
+
+    def _step(self, invocation: StepInvocation) -> dict[str, Any]:
+        result = super()._step(invocation)
+        services = StepServices(output_store=self.store)
+        result["output"] = finish(invocation, services, result["output"]).output
+        self.returned[invocation.step_id] = time.monotonic()
+        return result
+
+
+def call(path: str, *, query: dict[str, Any] | None = None, claims: Any = ...) -> Any:
+    """The dashboard function's answer to `GET path`: (status, body text, headers)."""
+    kwargs = {} if claims is ... else {"claims": claims}
+    event = http_event("GET", path, query=query, **kwargs)
+    function = handler_module("dashboard_api")
+    answer = function.handler(event, LambdaContext("dashboard_api", "arn:aws:lambda:::function:d"))
+    body = answer.get("body") or ""
+    if answer.get("isBase64Encoded"):
+        body = base64.b64decode(body).decode()
+    return answer["statusCode"], body, answer.get("headers", {})
+
+
+def history_started(sfn: Any, execution: str) -> str:
+    """`execution`, once its history shows its start (moto starts it on a thread of its own;
+    on AWS the status change follows the start)."""
+    deadline = time.monotonic() + 10
+    while not sfn.get_execution_history(executionArn=execution, maxResults=1)["events"]:
+        assert time.monotonic() < deadline, f"{execution} did not start"
+        time.sleep(0.01)
+    return execution
+
+
+def record_status(sfn: Any, execution: str, status: str | None = None) -> None:
+    """The status change EventBridge sends (the run's start, or its status now), handed to the
+    real recorder."""
+    recorder = handler_module("recorder")
+    recorder._recorder.cache_clear()
+    context = LambdaContext("recorder", f"arn:aws:lambda:{REGION}:123456789012:function:recorder")
+    answer = recorder.handler(status_change(sfn, execution, status), context)
+    assert answer["ignored"] is False, answer
+
+
+@dataclass
+class LiveRun:
+    conninfo: str
+    run_id: str
+    latencies: dict[str, float]
+    """Step -> seconds from its function returning to the poll showing it completed."""
+    seen: dict[str, dict[str, Any]]
+    """Step -> the step as the page's read showed it when first completed."""
+    blob: tuple[int, str, dict[str, str]]
+    blob_refusals: list[tuple[int, str]]
+    reads: int
+
+
+@pytest.fixture(scope="module")
+def live_run() -> Iterator[LiveRun]:
+    logging.getLogger("moto").setLevel(logging.CRITICAL)
+    run_id = "live-1"
+    with (
+        pytest.MonkeyPatch.context() as env,
+        fresh_database() as conninfo,
+    ):
+        env.setenv("AWS_DEFAULT_REGION", REGION)
+        env.setenv("AWS_ACCESS_KEY_ID", "testing")
+        env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        env.setenv(DATABASE_URL_ENV, conninfo)
+        env.setenv(OUTPUT_BUCKET_ENV, BUCKET)
+        env.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+        steps = TimedSteps(SCRIPT)
+        with moto_step_functions(steps) as sfn:
+            s3 = boto3.client("s3", region_name=REGION)
+            s3.create_bucket(Bucket=BUCKET)
+            steps.store = S3OutputStore(BUCKET, client=s3)
+            wiring.database_pool.cache_clear()
+            handler_module("dashboard_api")._adapter.cache_clear()
+            try:
+                yield _follow(sfn, steps, conninfo, run_id)
+            finally:
+                pool = wiring.database_pool()
+                handler_module("dashboard_api")._adapter.cache_clear()
+                wiring.database_pool.cache_clear()
+                if pool is not None:
+                    pool.close()
+
+
+def _follow(sfn: Any, steps: TimedSteps, conninfo: str, run_id: str) -> LiveRun:
+    """Start the run, record its start, then read it as an open page does until it ends."""
+    arn = create_machines(sfn, [], _workflow())
+    execution = sfn.start_execution(
+        stateMachineArn=arn, name=run_id, input=json.dumps({"topic": "owls"})
+    )["executionArn"]
+    record_status(sfn, history_started(sfn, execution), "RUNNING")
+    latencies: dict[str, float] = {}
+    seen: dict[str, dict[str, Any]] = {}
+    reads = 0
+    deadline = time.monotonic() + 60
+    while len(seen) < len(SCRIPT):
+        assert time.monotonic() < deadline, f"steps seen: {sorted(seen)}"
+        started = time.monotonic()
+        status, body, _ = call(f"/api/dashboard/runs/{run_id}")
+        answered = time.monotonic()
+        reads += 1
+        assert status == 200, body
+        for step, found in json.loads(body)["steps"].items():
+            if step not in seen and found["status"] == "completed" and found["cost_usd"] > 0:
+                seen[step] = found
+                latencies[step] = answered - steps.returned[step]
+        time.sleep(max(0.0, POLL_SECONDS - (time.monotonic() - started)))
+    while sfn.describe_execution(executionArn=execution)["status"] == "RUNNING":
+        time.sleep(0.05)
+    record_status(sfn, execution)  # its end, as EventBridge sends it
+    ref = seen["publish"]["output"]["text"][OUTPUT_REF_KEY]
+    blob = call(f"/api/dashboard/runs/{run_id}/blobs", query={"key": ref["key"]})
+    refusals = [
+        call(f"/api/dashboard/runs/{run_id}/blobs", query={"key": f"{run_id}/publish/nothing"}),
+        call(f"/api/dashboard/runs/{run_id}/blobs", query={"key": "other-run/publish/x.json"}),
+        call(f"/api/dashboard/runs/{run_id}/blobs", query={"key": ref["key"]}, claims=None),
+    ]
+    return LiveRun(conninfo, run_id, latencies, seen, blob, [(s, b) for s, b, _ in refusals], reads)
+
+
+@pytest.mark.slow
+def test_a_step_that_completes_is_on_the_polled_page_within_2_s(live_run: LiveRun) -> None:
+    """Every step, each completing while the run is RUNNING and the recorder hears nothing."""
+    for step, seconds in sorted(live_run.latencies.items(), key=lambda item: item[1]):
+        print(f"{step}: completed on the page {seconds * 1000:.0f} ms after its function returned")
+    print(f"{live_run.reads} reads, one per {POLL_SECONDS} s")
+    assert sorted(live_run.latencies) == sorted(SCRIPT)
+    assert max(live_run.latencies.values()) < ASSERTED_SECONDS < LIVE_SECONDS
+    for step, entry in SCRIPT.items():
+        assert live_run.seen[step]["cost_usd"] == pytest.approx(entry[0]["cost_usd"])
+        assert live_run.seen[step]["tokens"] == {"input": 10, "output": 5, "cache_read": 0}
+
+
+@pytest.mark.slow
+def test_the_caught_up_records_and_the_recorders_end_count_each_step_once(
+    live_run: LiveRun,
+) -> None:
+    """The end's status change, recorded after the page caught the run up, adds only the end."""
+    records = read_records(live_run.conninfo)
+    run = records.runs[live_run.run_id]
+    assert run["status"] == "succeeded"
+    total = sum(entry[0]["cost_usd"] for entry in SCRIPT.values())
+    assert float(run["cost_usd"]) == pytest.approx(total)
+    assert run["tokens"] == (30, 15)
+    assert {step: s["attempts"] for (_, step, _), s in records.steps.items()} == dict.fromkeys(
+        SCRIPT, 1
+    )
+
+
+@pytest.mark.slow
+def test_a_large_value_is_read_from_the_output_bucket_up_to_the_cap(live_run: LiveRun) -> None:
+    status, body, headers = live_run.blob
+    assert status == 200, body[:300]
+    size = len(json.dumps("x" * BIG_TEXT_BYTES))
+    assert headers["x-switchyard-bytes"] == str(size)
+    assert body == json.dumps("x" * BIG_TEXT_BYTES)[:BLOB_BYTES]
+    assert headers["cache-control"] == "no-store"
+    (missing, missing_body), (other, other_body), (anonymous, _) = live_run.blob_refusals
+    assert missing == 404 and json.loads(missing_body)["error"]["code"] == "blob_not_found"
+    assert other == 404 and "is not a value of run" in json.loads(other_body)["error"]["message"]
+    assert anonymous == 401
+
+
+# --- the throttle: one history read per execution per interval ------------------------------------
+
+
+class _Counting:
+    """moto's client, counting the history reads."""
+
+    def __init__(self, sfn: Any) -> None:
+        self._sfn = sfn
+        self.reads = 0
+        self._lock = threading.Lock()
+
+    def get_execution_history(self, **kwargs: Any) -> Any:
+        with self._lock:
+            self.reads += 1
+        return self._sfn.get_execution_history(**kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sfn, name)
+
+
+@pytest.mark.slow
+def test_many_pollers_read_the_history_at_most_once_per_interval() -> None:
+    """Eight function environments (a catch-up each, over one database) reading one run as
+    fast as they can for 2 s: Step Functions is read at most once per 0.5 s."""
+    logging.getLogger("moto").setLevel(logging.CRITICAL)
+    script = {"research": [{"text": "a", "sleep": 3}]}  # RUNNING while the pollers poll
+    with (
+        fresh_database() as conninfo,
+        moto_step_functions(ScriptedFunctions(script)) as sfn,
+        ConnectionPool(conninfo, min_size=1, max_size=10, kwargs={"autocommit": True}) as pool,
+    ):
+        arn = create_machines(sfn, [], _workflow())
+        execution = sfn.start_execution(
+            stateMachineArn=arn, name="busy-1", input=json.dumps({"topic": "owls"})
+        )["executionArn"]
+        counting = _Counting(sfn)
+        # the start, as the recorder records it
+        Recorder(pool, counting).record(history_started(sfn, execution))
+        counting.reads = 0
+        readers = [CatchUp(pool, Recorder(pool, counting)) for _ in range(8)]
+        outcomes: list[Any] = []
+        seconds = 2.0
+
+        def poll(reader: CatchUp) -> None:
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                outcomes.extend(reader.run("busy-1"))
+                time.sleep(0.01)
+
+        threads = [threading.Thread(target=poll, args=(reader,)) for reader in readers]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        while sfn.describe_execution(executionArn=execution)["status"] == "RUNNING":
+            time.sleep(0.05)
+    print(f"{len(outcomes)} catch-ups asked, {counting.reads} history reads in {seconds} s")
+    assert len(outcomes) > 50
+    assert all(outcome.error is None for outcome in outcomes)
+    assert 2 <= counting.reads <= seconds / 0.5 + 1
+    assert sum(1 for outcome in outcomes if not outcome.skipped) == counting.reads
