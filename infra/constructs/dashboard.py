@@ -11,7 +11,9 @@ data API as a function reading Aurora, behind a Cognito sign-in.
 - The data API is the HTTP API's `GET|POST /api/dashboard/{proxy+}`, authorized by a JWT
   authorizer on the dashboard's Cognito user pool, served by `functions/dashboard_api` (the same
   FastAPI routes as `switchyard dev`). The distribution forwards `/api/dashboard/*` to the API
-  uncached, so the app calls its own origin: no CORS, `connect-src 'self'`.
+  uncached, so the app calls its own origin: no CORS, `connect-src 'self'`. What the function
+  may do besides reading Aurora (answer gates' tokens, read the workflows' execution histories
+  and the output bucket's objects) is `dashboard_access.py`.
 - People sign in with the user pool's hosted pages (authorization code with PKCE, a public
   client, MFA by authenticator app required); an administrator adds them (no self sign-up).
 - The built app (`web/dist`, made by `make setup`) is uploaded at deploy time by CDK's
@@ -48,11 +50,11 @@ from constructs import Construct, Node
 
 from infra.config import CONTEXT_PREFIX, Settings, SettingsError
 from infra.constructs.api import Api
-from infra.constructs.approvals import MAX_LISTED_MACHINES, ApprovalConfig
+from infra.constructs.approvals import ApprovalConfig
+from infra.constructs.dashboard_access import data_api_environment, grant_data_api
 from infra.constructs.functions import Functions
 from infra.constructs.state_store import StateStore
 from infra.nag import LOG_STREAMS, acknowledge, acknowledge_resource, token
-from infra.names import machine_name
 from switchyard.constants import DASHBOARD_API_FUNCTION, ROLES_ENV
 
 WEB_DIST = Path("web") / "dist"
@@ -70,9 +72,6 @@ PAGE_ROUTER = Path(__file__).with_name("dashboard_pages.js")
 ACCESS_LOG_DAYS = 90
 IMMUTABLE = "public, max-age=31536000, immutable"
 """Vite names each asset by its content's hash."""
-DECISION_ACTIONS = ["states:SendTaskSuccess", "states:SendTaskFailure"]
-"""A gate decided on the page is approved or rejected (`switchyard.gates.decide`), never
-cancelled nor kept alive."""
 S3_LOGS_BY_POLICY = "@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"
 RESERVED_WORDS = ("aws", "amazon", "cognito")
 """Words Cognito refuses in a domain prefix."""
@@ -184,7 +183,7 @@ class Dashboard(Construct):
         site = config.domain_name or self.distribution.distribution_domain_name
         self.url = f"https://{site}"
         self.client = self._client(site)
-        self.function = self._data_api(settings, functions, api, machines)
+        self.function = self._data_api(settings, store, functions, api, machines)
         self._deploy(dist, settings, store)
         stack = Stack.of(self)
         CfnOutput(stack, "DashboardUrl", value=f"{self.url}/ui/")
@@ -412,16 +411,24 @@ class Dashboard(Construct):
     # --- the data API ----------------------------------------------------------------------
 
     def _data_api(
-        self, settings: Settings, functions: Functions, api: Api, machines: Sequence[str]
+        self,
+        settings: Settings,
+        store: StateStore,
+        functions: Functions,
+        api: Api,
+        machines: Sequence[str],
     ) -> lambda_.Function:
+        stack = Stack.of(self)
         roles = ApprovalConfig.from_node(self.node, settings).roles_json
+        environment = data_api_environment(stack, store, functions)
         function = functions.function(
             DASHBOARD_API_FUNCTION,
-            environment={ROLES_ENV: roles} if roles else {},
+            environment={**environment, ROLES_ENV: roles} if roles else environment,
             scope=self,
         )
-        self._grant_task_tokens(function, settings, machines)
-        stack = Stack.of(self)
+        grant_data_api(
+            function, settings=settings, store=store, functions=functions, machines=machines
+        )
         authorizer = apigw.CfnAuthorizer(
             self,
             "Authorizer",
@@ -466,29 +473,6 @@ class Dashboard(Construct):
                 authorizer_id=authorizer.ref,
             )
         return function
-
-    def _grant_task_tokens(
-        self, function: lambda_.Function, settings: Settings, machines: Sequence[str]
-    ) -> None:
-        """A gate decided on the page answers its task token, as an approval link does: on the
-        workflows' machines only."""
-        stack = Stack.of(self)
-        base = f"arn:{stack.partition}:states:{stack.region}:{stack.account}:stateMachine:"
-        if not machines:
-            return
-        if len(machines) <= MAX_LISTED_MACHINES:
-            resources = [base + machine_name(settings, name) for name in sorted(machines)]
-        else:
-            resources = [f"{base}{settings.stack_name}-*"]
-            acknowledge_resource(
-                function.role or function,
-                resources[0],
-                "the task-token actions on this stack's machines, named by their fixed prefix: "
-                f"past {MAX_LISTED_MACHINES} machines a list would near IAM's policy size limit",
-            )
-        function.add_to_role_policy(
-            iam.PolicyStatement(actions=DECISION_ACTIONS, resources=resources)
-        )
 
     # --- the built app -----------------------------------------------------------------------
 

@@ -127,21 +127,27 @@ class Recorder(Construct):
     def _grant_reads(self, base: str, machines: Sequence[str], settings: Settings) -> None:
         if not machines:
             return
-        if len(machines) <= MAX_LISTED_MACHINES:
-            grants = [
-                (f"{base}{machine}:*", f"the executions of this stack's machine {machine}, named "
-                 "when each run starts; read only (describe, history)")
-                for machine in machines
-            ]  # fmt: skip
-        else:
-            grants = [
-                (f"{base}{settings.stack_name}-*", "the executions of this stack's workflow "
-                 f"machines, by their fixed prefix: past {MAX_LISTED_MACHINES} machines a list "
-                 "would near IAM's policy size limit; read only (describe, history)")
-            ]  # fmt: skip
+        resources = execution_arns(base, machines, settings)
         role = self.function.role
         assert role is not None
-        for resource, reason in grants:
+        for resource, machine in zip(resources, machines, strict=False):
+            reason = (
+                f"the executions of this stack's machine {machine}, named when each run "
+                "starts; read only (describe, history)"
+                if len(resources) == len(machines)
+                else "the executions of this stack's workflow machines, by their fixed prefix: "
+                f"past {MAX_LISTED_MACHINES} machines a list would near IAM's policy size "
+                "limit; read only (describe, history)"
+            )
             acknowledge_resource(role, resource, reason)
-        resources = [resource for resource, _ in grants]
         role.add_to_principal_policy(iam.PolicyStatement(actions=READ_ACTIONS, resources=resources))
+
+
+def execution_arns(base: str, machines: Sequence[str], settings: Settings) -> list[str]:
+    """The executions of `machines` (machine names; `base`: `arn:...:execution:`): each
+    machine's (`<machine>:*`, their names are chosen when each run starts), or past
+    `MAX_LISTED_MACHINES` (a list would near IAM's policy size limit) the stack's machines' by
+    their name prefix."""
+    if len(machines) <= MAX_LISTED_MACHINES:
+        return [f"{base}{machine}:*" for machine in machines]
+    return [f"{base}{settings.stack_name}-*"]

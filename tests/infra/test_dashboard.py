@@ -22,7 +22,7 @@ from infra.constructs.dashboard import (
     WebAppMissingError,
     content_security_policy,
 )
-from switchyard.constants import ROLES_ENV
+from switchyard.constants import OUTPUT_BUCKET_ENV, RECORDER_FUNCTIONS_ENV, ROLES_ENV
 from tests.infra.synth import Synthesized, make_repository, synthesize
 
 BOTH = ["platform", "platform_agnostic"]
@@ -227,7 +227,7 @@ def test_people_sign_in_with_mfa_through_a_public_pkce_client(app: Synthesized) 
 # --- the data API function -------------------------------------------------------------------
 
 
-def test_dashboard_api_reads_aurora_and_answers_the_workflows_gates_only(
+def test_dashboard_api_reads_aurora_and_histories_and_outputs_and_answers_gates_only(
     app: Synthesized,
 ) -> None:
     _, function = one(app, "AWS::Lambda::Function", "DashboardDashboardApi")
@@ -253,7 +253,19 @@ def test_dashboard_api_reads_aurora_and_answers_the_workflows_gates_only(
         "kms:Decrypt",
         "states:SendTaskSuccess",
         "states:SendTaskFailure",
+        "states:GetExecutionHistory",  # a running run, caught up when a page reads it
+        "s3:GetObject",  # large values a page loads
     }
+    (history,) = [s for p in policies for s in p if s["Action"] == "states:GetExecutionHistory"]
+    executions = {json.dumps(r).rsplit(":execution:", 1)[1] for r in history["Resource"]}
+    assert 'Switchyard-customer-support:*"]]}' in executions
+    assert len(executions) == 5
+    bucket_id, _ = one(app, "AWS::S3::Bucket", "StateOutputBucket")
+    (reads,) = [s for p in policies for s in p if s["Action"] == "s3:GetObject"]
+    assert reads["Resource"] == {"Fn::Join": ["", [{"Fn::GetAtt": [bucket_id, "Arn"]}, "/*"]]}
+    variables = function["Environment"]["Variables"]
+    assert variables[OUTPUT_BUCKET_ENV] == {"Ref": bucket_id}
+    assert "agent_step" in json.dumps(variables[RECORDER_FUNCTIONS_ENV])
     (states,) = [s for p in policies for s in p if "states:SendTaskSuccess" in s["Action"]]
     machines = {json.dumps(r).rsplit(":stateMachine:", 1)[1] for r in states["Resource"]}
     assert machines == {

@@ -301,9 +301,14 @@ class UsedResource:
 
 
 IAM_PREFIX = {"stepfunctions": "states", "sesv2": "ses"}
-OUTPUT_READERS = {"render": "s3:GetObject", "approval_notify": "s3:GetObject"}
+OUTPUT_READERS = {
+    "render": "s3:GetObject",
+    "approval_notify": "s3:GetObject",
+    "dashboard_api": "s3:GetObject",
+}
 """Functions whose code only resolves references to large outputs (`wiring.output_stores()`,
-`OutputStore.get`) and stores none: of the output store's calls, only the read is theirs."""
+`OutputStore.get`, the dashboard's `OutputStore.get_start`) and stores none: of the output
+store's calls, only the read is theirs."""
 POWERTOOLS = Path(__import__("aws_lambda_powertools").__file__).parent
 
 
@@ -404,6 +409,10 @@ RECORDER_FUNCTION = "recorder"
 RECORDER_READS = ("layers/switchyard/records/recorder.py::Recorder",)
 """The code that reads executions (their description, definition and history) for the run
 records: on every execution of the stack's workflow machines."""
+CATCH_UP_FUNCTION = "dashboard_api"
+CATCH_UP_READS = ("layers/switchyard/records/recorder.py::Recorder._history",)
+"""What the dashboard's catch-up of a running run calls (`records.catch_up` through
+`Recorder.record`, on executions the recorder has described already): their history."""
 
 
 def workflow_machine_names(synthesized: Synthesized, values: AwsValues) -> set[str]:
@@ -546,8 +555,9 @@ def function_needs(
             if tags["switchyard:function"] in RUN_OPERATORS:
                 actions = code_actions("stepfunctions", RUN_OPERATIONS)
                 needs |= {(a, execution) for a in actions for execution in executions}
-            if tags["switchyard:function"] == RECORDER_FUNCTION:
-                actions = code_actions("stepfunctions", RECORDER_READS)
+            reads = {RECORDER_FUNCTION: RECORDER_READS, CATCH_UP_FUNCTION: CATCH_UP_READS}
+            if tags["switchyard:function"] in reads:
+                actions = code_actions("stepfunctions", reads[tags["switchyard:function"]])
                 needs |= {
                     (a, arns("states", f"execution:{machine}:{ANY_NAME}"))
                     for a in actions
@@ -836,3 +846,39 @@ def test_the_recorder_reads_the_executions_of_this_stacks_workflows_and_no_other
     for other in ("Other-customer-support", "Switchyard-trigger-showcase-event-0"):
         execution = arns("states", f"execution:{other}:{ANY_NAME}")
         assert not policies.allows(role, "states:GetExecutionHistory", execution), other
+
+
+def test_the_dashboard_reads_only_the_history_of_this_stacks_workflows(
+    platform: Synthesized,
+) -> None:
+    """Its catch-up of a running run reads the history (derived from its code), on every
+    workflow machine's executions; not their description, not another stack's, nor a
+    trigger's starter's; and nothing of the output bucket but its objects' content."""
+    policies = Policies(platform)
+    values = policies.values
+    needs = {
+        folder: (key, found) for key, (folder, found) in function_needs(platform, values).items()
+    }
+    (stack, logical_id), found = needs[CATCH_UP_FUNCTION]
+    reads = {(action, arn) for action, arn in found if action.startswith("states:")}
+    history = {(a, arn) for a, arn in reads if a == "states:GetExecutionHistory"}
+    assert len(history) == len(workflow_machine_names(platform, values))
+    assert {a for a, _ in reads} == {"states:GetExecutionHistory"} | set(
+        GATE_ANSWERERS[CATCH_UP_FUNCTION]
+    )
+    role = policies.role_of(
+        stack, platform.templates[stack]["Resources"][logical_id]["Properties"]["Role"]
+    )
+    arns = Arns(values.region, values.account)
+    own = arns("states", f"execution:Switchyard-customer-support:{ANY_NAME}")
+    assert policies.allows(role, "states:GetExecutionHistory", own)
+    assert not policies.allows(role, "states:DescribeExecution", own)
+    assert not policies.allows(role, "states:StopExecution", own)
+    for other in ("Other-customer-support", "Switchyard-trigger-showcase-event-0"):
+        execution = arns("states", f"execution:{other}:{ANY_NAME}")
+        assert not policies.allows(role, "states:GetExecutionHistory", execution), other
+    s3 = {a for a, _ in found if a.startswith("s3:")}
+    assert s3 == {"s3:GetObject"}
+    for action in ("s3:PutObject", "s3:DeleteObject"):
+        bucket = next(arn for a, arn in found if a == "s3:GetObject")
+        assert not policies.allows(role, action, bucket), action
