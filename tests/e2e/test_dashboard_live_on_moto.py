@@ -26,6 +26,7 @@ from typing import Any
 
 import boto3  # type: ignore[import-untyped]
 import pytest
+from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 from psycopg_pool import ConnectionPool
 
 from switchyard.constants import DATABASE_URL_ENV, OUTPUT_BUCKET_ENV
@@ -312,3 +313,45 @@ def test_many_pollers_read_the_history_at_most_once_per_interval() -> None:
     assert all(outcome.error is None for outcome in outcomes)
     assert 2 <= counting.reads <= seconds / 0.5 + 1
     assert sum(1 for outcome in outcomes if not outcome.skipped) == counting.reads
+
+
+class _Throttled:
+    """moto's client, whose history reads Step Functions throttles."""
+
+    def __init__(self, sfn: Any) -> None:
+        self._sfn = sfn
+
+    def get_execution_history(self, **kwargs: Any) -> Any:
+        raise ClientError(
+            {"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}},
+            "GetExecutionHistory",
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sfn, name)
+
+
+@pytest.mark.slow
+def test_a_throttled_read_serves_the_records_as_they_are_and_the_next_one_reads() -> None:
+    logging.getLogger("moto").setLevel(logging.CRITICAL)
+    script = {"research": [{"text": "a", "sleep": 1}]}
+    with (
+        fresh_database() as conninfo,
+        moto_step_functions(ScriptedFunctions(script)) as sfn,
+        ConnectionPool(conninfo, min_size=1, max_size=2, kwargs={"autocommit": True}) as pool,
+    ):
+        arn = create_machines(sfn, [], _workflow())
+        execution = sfn.start_execution(
+            stateMachineArn=arn, name="slow-1", input=json.dumps({"topic": "owls"})
+        )["executionArn"]
+        Recorder(pool, sfn).record(history_started(sfn, execution))
+        while sfn.describe_execution(executionArn=execution)["status"] == "RUNNING":
+            time.sleep(0.05)
+        before = read_records(conninfo)
+        (throttled,) = CatchUp(pool, Recorder(pool, _Throttled(sfn)), interval=0).run("slow-1")
+        assert throttled.error == "ThrottlingException" and throttled.events == 0
+        assert read_records(conninfo) == before
+        (caught_up,) = CatchUp(pool, Recorder(pool, sfn), interval=0).run("slow-1")
+        assert caught_up.error is None and caught_up.events > 0
+        assert read_records(conninfo).runs["slow-1"]["status"] == "failed"  # no publish script
+        assert CatchUp(pool, Recorder(pool, _Throttled(sfn))).run("slow-1") == []  # it ended
