@@ -41,7 +41,7 @@ def _adapter() -> Mangum:
         Boto3Callbacks(client),
         People.from_env(),
         outputs=S3OutputStore(bucket) if bucket else None,
-        catch_up=CatchUp(pool, recorder).run,
+        catch_up=CatchUp(pool, recorder, client).run,
     )
     return Mangum(app, lifespan="off")
 

@@ -410,9 +410,12 @@ RECORDER_READS = ("layers/switchyard/records/recorder.py::Recorder",)
 """The code that reads executions (their description, definition and history) for the run
 records: on every execution of the stack's workflow machines."""
 CATCH_UP_FUNCTION = "dashboard_api"
-CATCH_UP_READS = ("layers/switchyard/records/recorder.py::Recorder._history",)
-"""What the dashboard's catch-up of a running run calls (`records.catch_up` through
-`Recorder.record`, on executions the recorder has described already): their history."""
+CATCH_UP_READS = (
+    "layers/switchyard/records/catch_up.py::CatchUp",
+    "layers/switchyard/records/recorder.py::Recorder._history",
+)
+"""What the dashboard's catch-up of a running run calls (`records.catch_up`, and
+`Recorder.record` on executions the recorder has described already): their history."""
 
 
 def workflow_machine_names(synthesized: Synthesized, values: AwsValues) -> set[str]:

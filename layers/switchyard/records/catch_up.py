@@ -11,7 +11,9 @@ However many pages poll a run, Step Functions is read at most once per execution
 `interval` (0.5 s): `execution_reads` (this module's table) keeps when each execution was
 last read, and a reader claims the next read with one conditional upsert, which only one of
 several concurrent readers wins. The others serve the records as they are; the next poll
-shows what the winner projected.
+shows what the winner projected. A read first asks for the newest event alone (without its
+data: a few hundred bytes); the whole history is read only when that event is one not
+projected yet, so a run that waits (at a gate, on a long step) costs a probe per poll.
 
 A failed read (throttled, Step Functions unreachable) is logged and leaves the stored records
 to be served: a page is never refused because the catch-up failed.
@@ -22,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from psycopg_pool import ConnectionPool
 
@@ -33,11 +36,12 @@ INTERVAL_SECONDS = 0.5
 """At most one history read per execution in this long, whatever the number of readers."""
 
 RUNNING_BY_RUN_ID_SQL = """
-SELECT e.id, e.arn FROM workflow_runs r JOIN sfn_executions e ON e.id = r.execution_id
+SELECT e.id, e.arn, e.next_event
+  FROM workflow_runs r JOIN sfn_executions e ON e.id = r.execution_id
  WHERE r.run_id = %s AND e.status = 'RUNNING' AND e.options @> %s::jsonb
 """
 RUNNING_BY_ARN_SQL = """
-SELECT e.id, e.arn FROM sfn_executions e
+SELECT e.id, e.arn, e.next_event FROM sfn_executions e
  WHERE e.arn = %s AND e.status = 'RUNNING' AND e.options @> %s::jsonb
 """
 CLAIM_READ_SQL = """
@@ -51,24 +55,33 @@ RETURNING execution_id
 @dataclass(frozen=True)
 class CaughtUp:
     """What one catch-up of one execution did: `events` projected now; `skipped` when another
-    reader read its history less than the interval ago; `error`, Step Functions' error code
-    (or the exception's type) when the read failed and the stored records were served."""
+    reader read its history less than the interval ago; `read`, whether the whole history was
+    read (the newest event was new); `error`, Step Functions' error code (or the exception's
+    type) when a read failed and the stored records were served."""
 
     execution_arn: str
     events: int = 0
     skipped: bool = False
+    read: bool = False
     error: str | None = None
 
 
 class CatchUp:
     """Catches the running deployed executions of a run up with their history (`recorder`
-    reads and projects it), at most once per execution per `interval` seconds."""
+    reads and projects it), at most once per execution per `interval` seconds; `client` (a
+    boto3 `stepfunctions` client, the recorder's) tells whether there is anything new."""
 
     def __init__(
-        self, pool: ConnectionPool, recorder: Recorder, *, interval: float = INTERVAL_SECONDS
+        self,
+        pool: ConnectionPool,
+        recorder: Recorder,
+        client: Any,
+        *,
+        interval: float = INTERVAL_SECONDS,
     ) -> None:
         self._pool = pool
         self._recorder = recorder
+        self._client = client
         self._interval = interval
 
     def run(self, run_id: str) -> list[CaughtUp]:
@@ -79,23 +92,35 @@ class CatchUp:
             running = conn.execute(sql.encode(), (run_id, json.dumps(RECORDED_FROM))).fetchall()
             claimed = {
                 int(execution_id)
-                for execution_id, _ in running
+                for execution_id, _, _ in running
                 if conn.execute(CLAIM_READ_SQL, (execution_id, self._interval)).fetchone()
             }
             conn.commit()
         return [
-            self._read(str(arn)) if int(execution_id) in claimed else CaughtUp(arn, skipped=True)
-            for execution_id, arn in running
+            self._read(str(arn), int(next_event))
+            if int(execution_id) in claimed
+            else CaughtUp(str(arn), skipped=True)
+            for execution_id, arn, next_event in running
         ]
 
-    def _read(self, arn: str) -> CaughtUp:
+    def _read(self, arn: str, next_event: int) -> CaughtUp:
         try:
+            if self._newest_event(arn) < next_event:
+                return CaughtUp(arn)  # nothing happened since the last projection
             recorded = self._recorder.record(arn)
         except Exception as exc:  # the page is served from the stored records regardless
             code = _error_code(exc) or type(exc).__name__
             log.warning("catch-up of a running execution failed: %s", code)
             return CaughtUp(arn, error=code)
-        return CaughtUp(arn, events=recorded.events)
+        return CaughtUp(arn, events=recorded.events, read=True)
+
+    def _newest_event(self, arn: str) -> int:
+        """The id of the execution's newest history event (the highest of the page, which on
+        Step Functions is that one event alone)."""
+        page = self._client.get_execution_history(
+            executionArn=arn, maxResults=1, reverseOrder=True, includeExecutionData=False
+        )
+        return max((int(event["id"]) for event in page.get("events", [])), default=0)
 
 
 def _error_code(exc: Exception) -> str | None:
