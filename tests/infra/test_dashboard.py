@@ -213,6 +213,9 @@ def test_people_sign_in_with_mfa_through_a_public_pkce_client(app: Synthesized) 
     assert client["AllowedOAuthFlows"] == ["code"]
     assert client["AllowedOAuthFlowsUserPoolClient"] is True
     assert client["SupportedIdentityProviders"] == ["COGNITO"]
+    # an open page trades its refresh token (12 hours) for a new ID token (1 hour)
+    assert "ALLOW_REFRESH_TOKEN_AUTH" in client["ExplicitAuthFlows"]
+    assert (client["RefreshTokenValidity"], client["IdTokenValidity"]) == (720, 60)
     distribution_id, _ = one(app, "AWS::CloudFront::Distribution")
     assert client["CallbackURLs"] == [
         {

@@ -2,7 +2,7 @@
 // decision. Errors carry the server's message, which says what to do. On AWS every request
 // carries the signed-in person's token (auth.ts); a refused one signs in again.
 
-import { authHeaders, refused } from "./auth";
+import { freshAuthHeaders, refused } from "./auth";
 
 export const API = "/api/dashboard";
 
@@ -179,14 +179,14 @@ export async function getJson<T>(path: string, signal?: AbortSignal): Promise<T>
   const response = await fetch(API + path, {
     signal,
     credentials: "same-origin",
-    headers: authHeaders(),
+    headers: await freshAuthHeaders(),
   });
   if (!response.ok) throw await failure(response);
   return (await response.json()) as T;
 }
 
 export async function getText(path: string): Promise<{ text: string; bytes: number }> {
-  const response = await fetch(API + path, { credentials: "same-origin", headers: authHeaders() });
+  const response = await fetch(API + path, { credentials: "same-origin", headers: await freshAuthHeaders() });
   if (!response.ok) throw await failure(response);
   const text = await response.text();
   return { text, bytes: Number(response.headers.get("X-Switchyard-Bytes") ?? text.length) };
@@ -205,7 +205,7 @@ export async function decideGate(
       method: "POST",
       credentials: "same-origin",
       // on AWS the signed-in person decides, whatever this header says
-      headers: { ...authHeaders(), "Content-Type": "application/json", "X-Switchyard-User": reviewer },
+      headers: { ...(await freshAuthHeaders()), "Content-Type": "application/json", "X-Switchyard-User": reviewer },
       body: JSON.stringify(note ? { note } : {}),
     },
   );

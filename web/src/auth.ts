@@ -1,8 +1,10 @@
 // Sign-in on AWS (docs/dashboard.md, "On AWS"): the Cognito user pool's hosted pages, the
 // authorization code flow with PKCE for a public client (no secret in a browser). The ID token
 // is kept in this tab's sessionStorage and sent as `Authorization: Bearer` to the data API,
-// whose JWT authorizer checks it; when it expires (an hour) or is refused, the app signs in
-// again (the hosted pages remember a recent sign-in). Locally there is no sign-in at all.
+// whose JWT authorizer checks it. Past half its life (an hour) the app trades the refresh token
+// (kept beside it, valid 12 hours) for a new one before the next read, so an open page keeps
+// reading; when that fails or a token is refused, the app signs in again (the hosted pages
+// remember a recent sign-in). Locally there is no sign-in at all.
 
 import { config } from "./config";
 
@@ -10,7 +12,16 @@ const SESSION = "switchyard.session";
 const PENDING = "switchyard.signin";
 const RECENT_MS = 30_000;
 
-type Session = { idToken: string; expiresAt: number; email: string | null; signedInAt: number };
+type Session = {
+  idToken: string;
+  expiresAt: number;
+  email: string | null;
+  signedInAt: number;
+  /** When the ID token was issued (its life is from here to `expiresAt`). */
+  issuedAt?: number;
+  refreshToken?: string | null;
+};
+type Tokens = { id_token?: string; expires_in?: number; refresh_token?: string };
 type Pending = { verifier: string; state: string; back: string };
 
 function base64url(bytes: Uint8Array): string {
@@ -41,13 +52,79 @@ function claims(token: string): Record<string, unknown> {
   }
 }
 
-function session(): Session | null {
+function stored(): Session | null {
   try {
-    const stored = JSON.parse(sessionStorage.getItem(SESSION) ?? "null") as Session | null;
-    return stored && stored.expiresAt > Date.now() + 30_000 ? stored : null;
+    return JSON.parse(sessionStorage.getItem(SESSION) ?? "null") as Session | null;
   } catch {
     return null;
   }
+}
+
+/** The token's life, as issued. */
+function lifetime(current: Session): number {
+  return current.expiresAt - (current.issuedAt ?? current.expiresAt - 3_600_000);
+}
+
+/** The session, while its token has more than a few seconds left (30 s, or a quarter of its
+ * life when that is shorter). */
+function session(): Session | null {
+  const current = stored();
+  const margin = current ? Math.min(30_000, lifetime(current) / 4) : 0;
+  return current && current.expiresAt > Date.now() + margin ? current : null;
+}
+
+function keep(tokens: Tokens, refreshToken: string | null): void {
+  const email = claims(tokens.id_token!).email;
+  const now = Date.now();
+  const next: Session = {
+    idToken: tokens.id_token!,
+    expiresAt: now + (tokens.expires_in ?? 3600) * 1000,
+    email: typeof email === "string" ? email : null,
+    signedInAt: now,
+    issuedAt: now,
+    refreshToken,
+  };
+  sessionStorage.setItem(SESSION, JSON.stringify(next));
+}
+
+let refreshing: Promise<void> | null = null;
+
+/** A new ID token for the refresh token (Cognito's `refresh_token` grant); without one, or
+ * refused (expired after 12 hours, revoked), the session keeps its token until it expires. */
+async function refresh(current: Session): Promise<void> {
+  const auth = config().auth!;
+  try {
+    const response = await fetch(new URL("/oauth2/token", auth.domain).toString(), {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        grant_type: "refresh_token",
+        client_id: auth.clientId,
+        refresh_token: current.refreshToken!,
+      }).toString(),
+    });
+    const tokens = response.ok ? ((await response.json()) as Tokens) : null;
+    if (tokens?.id_token) {
+      keep(tokens, tokens.refresh_token ?? current.refreshToken ?? null);
+      return;
+    }
+  } catch {
+    // the sign-in's domain unreachable: as refused
+  }
+  sessionStorage.setItem(SESSION, JSON.stringify({ ...current, refreshToken: null }));
+}
+
+/** The headers a data API request needs, the token refreshed first when past half its life
+ * (one refresh at a time, however many reads wait for it). */
+export async function freshAuthHeaders(): Promise<Record<string, string>> {
+  const current = stored();
+  if (config().auth && current?.refreshToken && Date.now() > current.expiresAt - lifetime(current) / 2) {
+    refreshing ??= refresh(current).finally(() => {
+      refreshing = null;
+    });
+    await refreshing;
+  }
+  return authHeaders();
 }
 
 /** Who is signed in (their e-mail), or null: locally, or not yet. */
@@ -125,16 +202,9 @@ async function completeSignIn(): Promise<void> {
     }).toString(),
   });
   if (!response.ok) throw new Error(`Sign-in failed: the token endpoint answered ${response.status}`);
-  const tokens = (await response.json()) as { id_token?: string; expires_in?: number };
+  const tokens = (await response.json()) as Tokens;
   if (!tokens.id_token) throw new Error("Sign-in failed: no ID token came back");
-  const email = claims(tokens.id_token).email;
-  const stored: Session = {
-    idToken: tokens.id_token,
-    expiresAt: Date.now() + (tokens.expires_in ?? 3600) * 1000,
-    email: typeof email === "string" ? email : null,
-    signedInAt: Date.now(),
-  };
-  sessionStorage.setItem(SESSION, JSON.stringify(stored));
+  keep(tokens, tokens.refresh_token ?? null);
   const back = pending.back.startsWith("/ui/") && !pending.back.startsWith(auth.callbackPath);
   window.history.replaceState(null, "", back ? pending.back : "/ui/");
 }

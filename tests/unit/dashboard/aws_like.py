@@ -14,6 +14,7 @@ import base64
 import hashlib
 import json
 import secrets
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -50,8 +51,13 @@ class SignIn:
     app_origin: str = ""
     codes: dict[str, dict[str, str]] = field(default_factory=dict)
     tokens: dict[str, dict[str, str]] = field(default_factory=dict)
+    expires: dict[str, float] = field(default_factory=dict)
+    """ID token -> when it expires (`time.monotonic()`): the authorizer refuses it after."""
+    refresh_tokens: set[str] = field(default_factory=set)
+    lifetime: float = 3600.0
+    """Seconds an ID token is valid (`expires_in`)."""
     seen: list[str] = field(default_factory=list)
-    """What happened, in order: authorize, token, refused: <why>."""
+    """What happened, in order: authorize, token, refresh, refused: <why>."""
 
     def app(self) -> FastAPI:
         app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
@@ -87,6 +93,12 @@ class SignIn:
             grant_type, client_id = form.get("grant_type"), form.get("client_id")
             code, redirect_uri = form.get("code", ""), form.get("redirect_uri")
             code_verifier = form.get("code_verifier", "")
+            if grant_type == "refresh_token" and client_id == CLIENT_ID:
+                if form.get("refresh_token") not in self.refresh_tokens:
+                    self.seen.append("refused: refresh")
+                    return JSONResponse({"error": "invalid_grant"}, 400, headers=self._cors())
+                self.seen.append("refresh")  # Cognito sends no new refresh token
+                return JSONResponse(self._issue(), headers=self._cors())
             issued = self.codes.pop(code, None)
             verified = _b64url(hashlib.sha256(code_verifier.encode()).digest())
             if (
@@ -98,13 +110,11 @@ class SignIn:
             ):
                 self.seen.append("refused: token")
                 return JSONResponse({"error": "invalid_grant"}, 400, headers=self._cors())
-            header = _b64url(json.dumps({"alg": "none"}).encode())
-            payload = _b64url(json.dumps({**PERSON, "aud": CLIENT_ID}).encode())
-            id_token = f"{header}.{payload}.{secrets.token_urlsafe(16)}"
-            self.tokens[id_token] = dict(PERSON)
             self.seen.append("token")
-            answer = {"id_token": id_token, "access_token": "a", "expires_in": 3600}
-            return JSONResponse(answer | {"token_type": "Bearer"}, headers=self._cors())
+            refresh_token = secrets.token_urlsafe(24)
+            self.refresh_tokens.add(refresh_token)
+            answer = self._issue() | {"refresh_token": refresh_token}
+            return JSONResponse(answer, headers=self._cors())
 
         @app.get("/logout")
         def logout(logout_uri: str) -> Response:
@@ -112,6 +122,20 @@ class SignIn:
             return RedirectResponse(logout_uri, status_code=302)
 
         return app
+
+    def _issue(self) -> dict[str, Any]:
+        """A new ID token, as the token endpoint answers it."""
+        header = _b64url(json.dumps({"alg": "none"}).encode())
+        payload = _b64url(json.dumps({**PERSON, "aud": CLIENT_ID}).encode())
+        id_token = f"{header}.{payload}.{secrets.token_urlsafe(16)}"
+        self.tokens[id_token] = dict(PERSON)
+        self.expires[id_token] = time.monotonic() + self.lifetime
+        return {
+            "id_token": id_token,
+            "access_token": "a",
+            "expires_in": self.lifetime,
+            "token_type": "Bearer",
+        }
 
     def _cors(self) -> dict[str, str]:
         return {
@@ -133,6 +157,9 @@ class Authorizer:
         headers = dict(scope.get("headers") or [])
         scheme, _, given = headers.get(b"authorization", b"").decode().partition(" ")
         claims = self.sign_in.tokens.get(given.strip()) if scheme.lower() == "bearer" else None
+        if claims is not None and self.sign_in.expires.get(given.strip(), 0) < time.monotonic():
+            self.sign_in.seen.append("refused: expired")
+            claims = None
         if claims is None:
             await JSONResponse({"message": "Unauthorized"}, 401)(scope, receive, send)
             return
@@ -185,10 +212,12 @@ def pages_app(config: dict[str, Any], web_dir: Path = WEB_DIST) -> FastAPI:
 
 
 @contextmanager
-def aws_like(board: DashboardStack, *, live: dict[str, Any] | None) -> Iterator[AwsLike]:
+def aws_like(
+    board: DashboardStack, *, live: dict[str, Any] | None, token_seconds: float = 3600.0
+) -> Iterator[AwsLike]:
     """The app with sign-in; `live`: config.json's `live` (None: none, so the app tries the
-    stream and the data API refuses it)."""
-    sign_in = SignIn()
+    stream and the data API refuses it); `token_seconds`: an ID token's life."""
+    sign_in = SignIn(lifetime=token_seconds)
     idp = HttpServer(sign_in.app(), "127.0.0.1", 0, limits=REST_LIMITS, error_body=_error)
     with serving_in_thread(idp, "test-hosted-sign-in"):
         config: dict[str, Any] = {

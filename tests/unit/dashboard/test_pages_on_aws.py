@@ -143,6 +143,25 @@ def test_without_a_token_the_data_api_refuses_and_the_page_signs_in_again(
         page.context.close()
 
 
+def test_an_open_page_refreshes_its_token_and_is_never_refused(
+    browser: Browser, board: DashboardStack
+) -> None:
+    """ID tokens that live 4 s, a page polling for 11 s: past half a token's life the app
+    trades the refresh token for a new one, so no read is refused and no sign-in repeated."""
+    with aws_like(board, live=POLL, token_seconds=4) as site:
+        page, problems = open_tab(browser, site)
+        page.goto("/ui/costs")
+        expect(page.locator("[data-page=costs]")).to_be_visible()
+        page.wait_for_timeout(11_000)
+        page.get_by_role("link", name="Runs").click()
+        expect(page.locator("[data-page=runs]")).to_be_visible()
+        seen = site.sign_in.seen
+        assert seen[:2] == ["authorize", "token"], seen
+        assert set(seen[2:]) == {"refresh"} and len(seen[2:]) >= 3, seen
+        assert problems == []
+        page.context.close()
+
+
 @pytest.mark.parametrize(
     "live",
     [POLL, None],
