@@ -347,7 +347,9 @@ class _Throttled:
 
 
 @pytest.mark.slow
-def test_a_throttled_read_serves_the_records_as_they_are_and_the_next_one_reads() -> None:
+def test_a_throttled_read_or_a_long_history_serves_the_records_as_they_are() -> None:
+    """Throttled, or past the events a catch-up reads: the records stay as recorded; the next
+    read that may catch up does."""
     logging.getLogger("moto").setLevel(logging.CRITICAL)
     script = {"research": [{"text": "a", "sleep": 1}]}
     with (
@@ -366,6 +368,10 @@ def test_a_throttled_read_serves_the_records_as_they_are_and_the_next_one_reads(
         (throttled,) = CatchUp(pool, Recorder(pool, sfn), _Throttled(sfn), interval=0).run("slow-1")
         assert throttled.error == "ThrottlingException" and throttled.events == 0
         assert read_records(conninfo) == before
+        (too_long,) = CatchUp(pool, Recorder(pool, sfn), sfn, interval=0, max_events=3).run(
+            "slow-1"
+        )
+        assert too_long.too_long and not too_long.read and read_records(conninfo) == before
         (caught_up,) = CatchUp(pool, Recorder(pool, sfn), sfn, interval=0).run("slow-1")
         assert caught_up.error is None and caught_up.events > 0
         assert read_records(conninfo).runs["slow-1"]["status"] == "failed"  # no publish script

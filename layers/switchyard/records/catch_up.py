@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 
 INTERVAL_SECONDS = 0.5
 """At most one history read per execution in this long, whatever the number of readers."""
+MAX_EVENTS = 5000
+"""A run whose history is longer is not caught up (the recorder records it at its end): the
+projection needs the whole history, five pages of 1,000 events each time a step ends."""
 
 RUNNING_BY_RUN_ID_SQL = """
 SELECT e.id, e.arn, e.next_event
@@ -56,20 +59,23 @@ RETURNING execution_id
 class CaughtUp:
     """What one catch-up of one execution did: `events` projected now; `skipped` when another
     reader read its history less than the interval ago; `read`, whether the whole history was
-    read (the newest event was new); `error`, Step Functions' error code (or the exception's
-    type) when a read failed and the stored records were served."""
+    read (the newest event was new); `too_long`, when the history is past `MAX_EVENTS` and was
+    not read; `error`, Step Functions' error code (or the exception's type) when a read failed
+    and the stored records were served."""
 
     execution_arn: str
     events: int = 0
     skipped: bool = False
     read: bool = False
+    too_long: bool = False
     error: str | None = None
 
 
 class CatchUp:
     """Catches the running deployed executions of a run up with their history (`recorder`
-    reads and projects it), at most once per execution per `interval` seconds; `client` (a
-    boto3 `stepfunctions` client, the recorder's) tells whether there is anything new."""
+    reads and projects it), at most once per execution per `interval` seconds and while their
+    history has at most `max_events`; `client` (a boto3 `stepfunctions` client, the
+    recorder's) tells whether there is anything new."""
 
     def __init__(
         self,
@@ -78,11 +84,13 @@ class CatchUp:
         client: Any,
         *,
         interval: float = INTERVAL_SECONDS,
+        max_events: int = MAX_EVENTS,
     ) -> None:
         self._pool = pool
         self._recorder = recorder
         self._client = client
         self._interval = interval
+        self._max_events = max_events
 
     def run(self, run_id: str) -> list[CaughtUp]:
         """Catch up the run `run_id` names (its execution name, or its execution's ARN) if it
@@ -105,8 +113,11 @@ class CatchUp:
 
     def _read(self, arn: str, next_event: int) -> CaughtUp:
         try:
-            if self._newest_event(arn) < next_event:
+            newest = self._newest_event(arn)
+            if newest < next_event:
                 return CaughtUp(arn)  # nothing happened since the last projection
+            if newest > self._max_events:
+                return CaughtUp(arn, too_long=True)
             recorded = self._recorder.record(arn)
         except Exception as exc:  # the page is served from the stored records regardless
             code = _error_code(exc) or type(exc).__name__
