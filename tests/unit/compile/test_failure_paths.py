@@ -120,6 +120,25 @@ def test_steps_of_one_block_share_one_tail_that_dispatches_on_the_step() -> None
     assert found["dead letter"]["Next"] == "after error"
 
 
+def test_when_every_step_fails_the_run_its_dead_letter_goes_straight_to_fail() -> None:
+    """No step of the block goes on after its dead letter (no continue, pause or fallback), so
+    `after error` has nothing to decide after it: on error, after error, dead letter, fail."""
+    found = states(
+        """steps:
+  first: {type: tool, tool: echo, args: {x: 1}}
+  second: {type: agent, after: [first], prompt: p}
+"""
+    )
+    letter = found["dead letter"]
+    assert letter["Next"] == "fail"
+    assert letter["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error.sent",
+                                "Next": "fail"}]  # fmt: skip
+    after = found["after error"]
+    assert after["Default"] == "dead letter"
+    assert {rule["Next"] for rule in after["Choices"]} == {"first", "second", "operator gate"}
+    assert not any("$.error.sent" in str(rule) for rule in after["Choices"])
+
+
 @pytest.mark.parametrize(
     "step",
     [

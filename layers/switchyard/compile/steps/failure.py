@@ -190,8 +190,18 @@ class Tail:
         return self.names["after error"]
 
     def _order(self) -> None:
-        if self.choice is not None:
-            self.choice["Choices"] = [*self.resumes, *self.opens, *self.afters, *self.ends]
+        if self.choice is None:
+            return
+        rules = [*self.resumes, *self.opens, *self.afters]
+        # When every step of the block fails the run after its dead letter (no pause, continue
+        # or fallback), the dead letter goes straight to `fail`: one transition less on every
+        # failure, and `after error` only dispatches to and from the gate.
+        straight = bool(rules) and not self.afters and bool(self.ends)
+        self.choice["Choices"] = rules if straight else [*rules, *self.ends]
+        letter = self.block.states.get(self.names.get("dead letter", ""))
+        if letter is not None:
+            after = self.fail() if straight else self.names["after error"]
+            letter["Next"] = letter["Catch"][0]["Next"] = after
 
     def dead_letter(self) -> str:
         def make() -> State:
