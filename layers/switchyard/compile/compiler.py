@@ -53,6 +53,10 @@ MAX_DEFINITION_BYTES = 1024 * 1024
 """Step Functions' limit on a definition (minified, as CDK deploys it)."""
 MAX_BRANCHES_PER_MERGE = 10
 """Step Functions nests at most 10 intrinsic functions in a field; N branches take N-1 merges."""
+MAX_GATHERED_RECORDS = 50
+"""A Parallel gathers at most this many records by name in its `ResultSelector` (about 35 bytes
+each); past it a merge Pass (a few hundred bytes, whatever the number of steps) joins the
+branches, so that a long workflow's definition does not grow with the square of its steps."""
 
 
 @dataclass
@@ -98,7 +102,7 @@ class _Compiler:
         if tree is not None:
             top.failing_steps, top.gate_kinds = self._failing(tree), self._gate_kinds(tree)
         start = self._start(top)
-        body = self._emit(tree, top) if tree is not None else None
+        body = self._emit(tree, top, frozenset()) if tree is not None else None
         outputs = self._outputs(top)
         machine = chain(start, body, outputs)
         assert machine is not None
@@ -173,16 +177,32 @@ class _Compiler:
 
     # --- emission --------------------------------------------------------------------------
 
-    def _emit(self, node: Node, block: Block) -> Fragment:
+    def _emit(self, node: Node, block: Block, recorded: frozenset[str] | None) -> Fragment:
+        """`recorded`: the steps whose records the state surely holds when `node` starts; None
+        when that is not known (a fallback's record is there only if it stood in)."""
         if isinstance(node, Leaf):
             return self._step(node.step, block)
         if isinstance(node, Seq):
-            joined = chain(*(self._emit(item, block) for item in node.items))
+            fragments = []
+            for item in node.items:
+                fragments.append(self._emit(item, block, recorded))
+                recorded = self._recorded_after(item, recorded)
+            joined = chain(*fragments)
             assert joined is not None
             return joined
-        return self._parallel(node, block)
+        return self._parallel(node, block, recorded)
 
-    def _parallel(self, node: Par, block: Block) -> Fragment:
+    def _recorded_after(self, node: Node, recorded: frozenset[str] | None) -> frozenset[str] | None:
+        """The steps whose records the state surely holds after `node`: each of its steps
+        writes one (completed, skipped, failed or rescued), but a fallback's record is there
+        only when it stood in. None as well past `MAX_GATHERED_RECORDS`."""
+        steps = list(steps_of(node))
+        if recorded is None or any(self.workflow.steps[s].fallback for s in steps):
+            return None
+        after = recorded | frozenset(steps)
+        return after if len(after) <= MAX_GATHERED_RECORDS else None
+
+    def _parallel(self, node: Par, block: Block, recorded: frozenset[str] | None) -> Fragment:
         items = list(node.items)
         while len(items) > MAX_BRANCHES_PER_MERGE:  # group branches so each merge fits
             items = [
@@ -199,7 +219,7 @@ class _Compiler:
             branch = block.child(failing_steps=self._failing(item, own=True), branch=True)
             branch.gate_kinds = self._gate_kinds(item)
             branch.hands_up = hands_up
-            fragment = self._emit(item, branch)
+            fragment = self._emit(item, branch, recorded)
             close(fragment, branch, output_path="$.steps")
             branches.append(branch.as_definition(fragment.start))
             handed_up += branch.handed_up
@@ -213,6 +233,12 @@ class _Compiler:
         }
         if handed_up:
             parallel["Catch"] = handed_up
+        gathered = self._gathered(items, recorded)
+        if gathered is not None:
+            parallel["Comment"] += "; then the branches' step records, back in one state"
+            parallel["ResultSelector"] = gathered
+            parallel["ResultPath"] = "$.steps"
+            return Fragment(block.add(f"parallel: {label}", parallel), [Exit(parallel)])
         merged = "$.branches[0]"
         for index in range(1, len(items)):
             merged = f"States.JsonMerge({merged}, $.branches[{index}], false)"
@@ -224,6 +250,20 @@ class _Compiler:
         parallel_name = block.add(f"parallel: {label}", parallel)
         parallel["Next"] = block.add(f"merge: {label}", merge)
         return Fragment(parallel_name, [Exit(merge)])
+
+    def _gathered(
+        self, items: list[Node], recorded: frozenset[str] | None
+    ) -> dict[str, str] | None:
+        """The `ResultSelector` that puts the branches' records back into `$.steps` (each branch
+        returns its `$.steps`): each record by name from the branch that wrote it, those from
+        before the Parallel from the first branch. Only when every record is surely there, as
+        a missing path fails the state; otherwise a merge Pass joins the branches."""
+        if recorded is None or self._recorded_after(Par(tuple(items)), recorded) is None:
+            return None
+        selector = {f"{s}.$": f"$[0].{s}" for s in sorted(recorded)}
+        for index, item in enumerate(items):
+            selector |= {f"{s}.$": f"$[{index}].{s}" for s in steps_of(item)}
+        return selector
 
     def _failing(self, node: Node, *, own: bool = False) -> int:
         """Steps whose failures or waits the tail of the block `node` compiles into serves. A

@@ -5,12 +5,17 @@ e.g. the real handlers in tests/e2e), and three casing bugs of moto's `startExec
 integration are patched so that child executions run (the parameters go to boto3 in camelCase,
 the responses come back in PascalCase as on AWS). moto's Choice `Timestamp*` rules read only
 `2026-01-31T12:00:00Z`, not the fractional seconds and offsets that AWS accepts (and that moto
-itself writes into `$$.State.EnteredTime`), so they read RFC 3339 as AWS does.
+itself writes into `$$.State.EnteredTime`), so they read RFC 3339 as AWS does. And moto wraps
+the value of any path below an array index in a list (`$[0].a` gives `[1]` for `[{"a": 1}]`,
+`moto/stepfunctions/parser/asl/utils/json_path.py`), where AWS reads the one value a path of
+names and indexes leads to (as a Parallel's `ResultSelector` does to gather its branches'
+records); `Parameters` and `ResultSelector` read such a path as AWS does.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -21,12 +26,14 @@ from unittest import mock
 import boto3
 from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
+from moto.stepfunctions.parser.asl.component.common.string import string_expression
 from moto.stepfunctions.parser.asl.component.state.choice.comparison.operator.implementations.is_operator import (  # noqa: E501
     IsTimestamp,
 )
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
     state_task_service_sfn as sfn_service,
 )
+from moto.stepfunctions.parser.asl.utils.json_path import NoSuchJsonPathError
 
 from switchyard.compile import compile_workflow
 from switchyard.contract import (
@@ -46,6 +53,7 @@ ACCOUNT = "123456789012"
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/switchyard-test"
 FUNCTION_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{{}}"
 DEADLINE_SECONDS = 90
+_DEFINITE_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_-]*)|\[(\d+)\]")
 
 
 class StepFunctions(Protocol):
@@ -133,7 +141,33 @@ def moto_step_functions(functions: StepFunctions) -> Iterator[Any]:
         stack.enter_context(
             mock.patch.object(IsTimestamp, "string_to_timestamp", staticmethod(rfc3339))
         )
+        moto_extract = getattr(string_expression, "extract_json")  # noqa: B009 (not exported)
+
+        def extract_json(path: str, data: Any) -> Any:
+            return _read(path, data, moto_extract)
+
+        stack.enter_context(mock.patch.object(string_expression, "extract_json", extract_json))
         yield boto3.client("stepfunctions", region_name=REGION)
+
+
+def _read(path: str, data: Any, moto_extract: Any) -> Any:
+    """A path of names and array indexes (`$[0].a`, `$.x[1].y`) read as AWS reads it: the one
+    value it leads to; any other path as moto reads it."""
+    steps = list(_DEFINITE_STEP.finditer(path, 1))
+    if not path.startswith("$") or "".join(m.group(0) for m in steps) != path[1:]:
+        return moto_extract(path, data)
+    if not any(m.group(2) for m in steps[:-1]):  # no index before the end: moto reads it right
+        return moto_extract(path, data)
+    value = data
+    for match in steps:
+        name, index = match.group(1), match.group(2)
+        if name is not None and isinstance(value, dict) and name in value:
+            value = value[name]
+        elif index is not None and isinstance(value, list) and int(index) < len(value):
+            value = value[int(index)]
+        else:
+            raise NoSuchJsonPathError(json_path=path, data=data)
+    return value
 
 
 def rfc3339(text: str) -> datetime | None:
