@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 State = dict[str, Any]
 MAX_STATE_NAME = 80
+Status = Literal["completed", "skipped"]
+Decision = Literal["run", "skip"]
 
 
 class Names:
@@ -58,6 +61,10 @@ class Exit:
     """A rule or score router's exit, after the Pass that records `route`."""
     route: str | None = None
     """That route: the step the router chose (None: no step)."""
+    step: str | None = None
+    status: Status | None = None
+    """What control leaving here knows for sure: `step`'s record says `status` (a step's Task,
+    gate tier or last state when it completed; its skip Pass)."""
 
     def wire(self, target: str) -> None:
         if self.rule is not None:
@@ -81,20 +88,27 @@ class Fragment:
     router: str | None = None
     """The rule or score router whose route exits `exits` are."""
     chosen_by: Choosing | None = None
-    """The fragment's check asks only whether a router chose its step."""
+    """The fragment's check, which what an exit knows may decide before it."""
 
 
 @dataclass
 class Choosing:
-    """A step whose check only asks whether `router` chose it. Right after that router, its
-    route Passes go straight to the step (`run`) or its skip, and the check is dropped."""
+    """A step's check, and how to go around it. Right after `router` (when its choice alone
+    decides the step), the router's route Passes go straight to the step (`run`) or its skip,
+    and the check is dropped (`removable`). After a step whose exit says how it ended, `decide`
+    may know the answer too (a dependency completed: the step runs; its one dependency was
+    skipped: it is skipped); the exits it decides go around the check, which stays for the
+    others."""
 
-    router: str
+    router: str | None
     step: str
     run: str
     skip: str
     check: str
     block: Block
+    decide: Callable[[str, Status], Decision | None] = lambda step, status: None
+    removable: bool = False
+    """The check may be dropped when no exit needs it (its step's Task names its `after`)."""
 
 
 @dataclass
@@ -157,15 +171,35 @@ def chain(*fragments: Fragment | None) -> Fragment | None:
     if not present:
         return None
     for current, following in itertools.pairwise(present):
-        decided = following.chosen_by
-        if decided is not None and current.router == decided.router:
+        guard = following.chosen_by
+        if guard is None:
             for exit_ in current.exits:
-                exit_.wire(decided.run if exit_.route == decided.step else decided.skip)
-            del decided.block.states[decided.check]
+                exit_.wire(following.start)
             continue
-        for exit_ in current.exits:
-            exit_.wire(following.start)
+        targets = [_around(guard, current, exit_) for exit_ in current.exits]
+        if following.start not in targets and not guard.removable:
+            targets = [following.start] * len(targets)  # the check must stay reachable
+        for exit_, target in zip(current.exits, targets, strict=True):
+            exit_.wire(target)
+        if following.start not in targets:
+            del guard.block.states[guard.check]
+            if guard.skip not in targets:  # nothing skips the step any more
+                del guard.block.states[guard.skip]
+                skipped = (guard.step, "skipped")
+                following.exits[:] = [e for e in following.exits if (e.step, e.status) != skipped]
     return Fragment(present[0].start, present[-1].exits)
+
+
+def _around(guard: Choosing, current: Fragment, exit_: Exit) -> str:
+    """Where `exit_` goes: the check of the following step, or around it when the exit already
+    knows the answer."""
+    if exit_.routed and guard.router is not None and current.router == guard.router:
+        return guard.run if exit_.route == guard.step else guard.skip
+    if exit_.step is not None and exit_.status is not None:
+        decision = guard.decide(exit_.step, exit_.status)
+        if decision is not None:
+            return guard.run if decision == "run" else guard.skip
+    return guard.check
 
 
 def close(fragment: Fragment, block: Block, *, output_path: str | None = None) -> None:

@@ -56,12 +56,15 @@ def test_branches_on_one_router_become_one_sequence_in_one_block() -> None:
 
 def test_the_routes_decide_the_step_right_after_the_router_without_a_check() -> None:
     """`fix` waits on `triage` alone and follows it: each route Pass goes straight to `fix` or
-    to `fix:skip`. `publish`, further on, is reached from both and keeps its check."""
+    to `fix:skip`. So does `review` after `fix`: it runs when `fix` completed and is skipped
+    when `fix` was. `publish`, further on, is reached from both and keeps its check."""
     states = _compile(ROUTED)["States"]
-    assert "fix:check" not in states
+    assert "fix:check" not in states and "review:check" not in states
     assert states["triage:route to fix"]["Next"] == "fix"
     assert states["triage:default route"]["Next"] == "fix:skip"
-    assert "publish:check" in states and "review:check" in states
+    assert states["fix"]["Next"] == "review"
+    assert states["fix:skip"]["Next"] == "review:skip"
+    assert "publish:check" in states
 
 
 def test_a_loop_right_after_its_router_keeps_its_check() -> None:

@@ -85,6 +85,41 @@ steps:
     assert states["r:default route"]["Next"] == "x:skip"
 
 
+WHEN_CHAIN = """
+switchyard: 1
+name: when-chain
+version: 1
+defaults: {model: claude-haiku-4-5}
+steps:
+  a: {type: agent, prompt: a}
+  b: {type: agent, after: [a], prompt: b, when: 'steps.a.output.text == "go"'}
+  c: {type: agent, after: [b], prompt: c}
+  d: {type: agent, after: [c, a], prompt: d, when: 'steps.a.output.text == "go"'}
+"""
+
+
+def test_a_step_right_after_its_dependency_is_decided_by_how_that_one_ended() -> None:
+    """`c` waits on `b` alone and comes right after it: `b` completed, `c` runs; `b` was
+    skipped, so is `c`. Its check is never needed. `d` has a `when`: `c` having completed does
+    not settle it, and its check stays."""
+    states = _compile(WHEN_CHAIN)["States"]
+    assert "c:check" not in states
+    assert states["b"]["Next"] == "c"
+    assert states["b:skip"]["Next"] == "c:skip"
+    assert states["c"]["Next"] == states["c:skip"]["Next"] == "d:check"
+
+
+def test_a_check_the_dashboard_draws_from_stays_even_when_every_exit_is_decided() -> None:
+    """A loop's Task does not name its `after`: the dashboard draws its edges from its check,
+    so the check stays and every exit goes through it."""
+    text = WHEN_CHAIN.replace(
+        "c: {type: agent, after: [b], prompt: c}",
+        "c: {type: loop, after: [b], max_iterations: 2, step: {type: agent, prompt: c}}",
+    )
+    states = _compile(text)["States"]
+    assert states["b"]["Next"] == states["b:skip"]["Next"] == "c:check"
+
+
 def test_the_happy_path_runs_every_step_once() -> None:
     definition = _compile(CHAIN)
     # start, a, b, c:check, c, parallel: d, e (which gathers their records), d:check, d, e,

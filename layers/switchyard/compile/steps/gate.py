@@ -26,7 +26,7 @@ def human_gate(
         for index, task in enumerate(tasks)
     ]
     failure = failure_path(unit, resume=names[0], on_error=on_error, fallback=fallback)
-    exits = [Exit(task) for task in tasks]
+    exits = [unit.completed(task) for task in tasks]
     for index, task in enumerate(tasks):
         timed_out = (
             names[index + 1]
@@ -91,7 +91,7 @@ def _on_timeout(
             },
             "ResultPath": unit.record_path,
         }
-        exits.append(Exit(approved))
+        exits.append(unit.completed(approved))
         return block.add(unit.name("approved on timeout"), approved)
     # reject or fail: the tail's `on error` turns the last tier's timeout into `rejected` or
     # `timeout` (its table has the gate's on_timeout).

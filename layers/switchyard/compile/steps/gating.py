@@ -11,7 +11,7 @@ from graphlib import TopologicalSorter
 from typing import Any
 
 from switchyard.compile.choice import choice_rule, negate
-from switchyard.compile.fragments import Choosing, Exit, Fragment, State
+from switchyard.compile.fragments import Choosing, Decision, Exit, Fragment, State, Status
 from switchyard.compile.steps.unit import Unit
 from switchyard.conditions import parse_condition
 from switchyard.model import (
@@ -124,6 +124,7 @@ def guarded(unit: Unit, body: Fragment) -> Fragment:
         "ResultPath": unit.record_path,
     }
     skip_name = unit.block.add(unit.name("skip"), skip)
+    skipped = Exit(skip, step=unit.step_id, status="skipped")
     check: State = {
         "Type": "Choice",
         "Comment": f"does '{unit.step_id}' run? Not when no dependency is alive"
@@ -132,11 +133,30 @@ def guarded(unit: Unit, body: Fragment) -> Fragment:
         "Default": body.start,
     }
     check_name = unit.block.add(unit.name("check"), check)
-    chosen_by = None
-    router = _only_router(unit)
-    if router is not None:
-        chosen_by = Choosing(router, unit.step_id, body.start, skip_name, check_name, unit.block)
-    return Fragment(check_name, [Exit(skip), *body.exits], chosen_by=chosen_by)
+    chosen_by = Choosing(
+        _only_router(unit),
+        unit.step_id,
+        body.start,
+        skip_name,
+        check_name,
+        unit.block,
+        decide=lambda dep, status: _decided(unit, dep, status),
+        removable=_names_its_after(unit),
+    )
+    return Fragment(check_name, [skipped, *body.exits], chosen_by=chosen_by)
+
+
+def _decided(unit: Unit, dep: str, status: Status) -> Decision | None:
+    """Whether the step runs, known from one dependency's record alone: a dependency that
+    completed is alive (a router's only for its route, which the record must say), so a step
+    without a `when` runs; a step whose one dependency was skipped is skipped."""
+    step = unit.step
+    if dep not in step.after:
+        return None
+    if status == "skipped":
+        return "skip" if list(step.after) == [dep] else None
+    router = isinstance(unit.workflow.steps[dep], RuleRouter | ScoreRouter | LlmRouter)
+    return "run" if step.when is None and not router else None
 
 
 def _only_router(unit: Unit) -> str | None:
@@ -148,5 +168,11 @@ def _only_router(unit: Unit) -> str | None:
         return None
     (dep,) = step.after
     decides = isinstance(unit.workflow.steps[dep], RuleRouter | ScoreRouter)
-    named = isinstance(step, AgentStep | ToolStep | LlmRouter | HumanGateStep)
-    return dep if decides and named and unit.record_path == unit.step_record else None
+    return dep if decides and _names_its_after(unit) else None
+
+
+def _names_its_after(unit: Unit) -> bool:
+    """Agent, tool, LLM-router and human-gate steps name their `after` in their Task, from
+    which the dashboard draws the step's edges when it has no check."""
+    named = isinstance(unit.step, AgentStep | ToolStep | LlmRouter | HumanGateStep)
+    return named and unit.record_path == unit.step_record

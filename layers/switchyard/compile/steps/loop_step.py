@@ -12,7 +12,7 @@ checked on its output once it is done.
 from __future__ import annotations
 
 from switchyard.compile.choice import choice_rule
-from switchyard.compile.fragments import Exit, Fragment, State
+from switchyard.compile.fragments import Fragment, State
 from switchyard.compile.steps.composite import (
     DEADLINE,
     deadline_task,
@@ -111,7 +111,7 @@ def loop_step(
     decide_name = block.add(unit.name("until"), decide)
     for exit_ in iteration.exits[:1]:  # the iteration's success; failures leave through the rest
         exit_.wire(decide_name)
-    return Fragment(start, [Exit(leave), *iteration.exits[1:]])
+    return Fragment(start, [unit.completed(leave), *iteration.exits[1:]])
 
 
 def _deadline_check(unit: Unit, seconds: int, again: str, failure: str) -> str:

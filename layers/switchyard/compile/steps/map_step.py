@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from switchyard.compile.context import context_parameters, referenced_steps, templates_of
-from switchyard.compile.fragments import Exit, Fragment, State, close
+from switchyard.compile.fragments import Fragment, State, close
 from switchyard.compile.steps.composite import DEADLINE, deadline_task, output_check, past
 from switchyard.compile.steps.failure import Fallback, caught_into, failure_path
 from switchyard.compile.steps.sub_workflow import sub_workflow
@@ -93,7 +93,7 @@ def map_step(
     failure = failure_path(unit, resume=start, on_error=on_error, fallback=fallback)
     for caught in [*before, name, *after]:
         block.states[caught]["Catch"] = [caught_into(unit, ["States.ALL"], failure.start)]
-    return Fragment(start, [Exit(leave), *failure.exits])
+    return Fragment(start, [unit.completed(leave), *failure.exits])
 
 
 def _deadline_check(inner: Unit, seconds: int, item_start: str) -> str:

@@ -159,4 +159,4 @@ def sub_workflow(
     task["Catch"] = catches
     if rendering is not None:
         block.states[rendering]["Catch"] = [caught_into(unit, ["States.ALL"], failure.start)]
-    return Fragment(start, [Exit(task), *failure.exits])
+    return Fragment(start, [unit.completed(task), *failure.exits])

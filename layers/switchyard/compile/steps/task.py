@@ -162,4 +162,4 @@ def lambda_step(
     if not caught_all:
         catches.append(caught_into(unit, ["States.ALL"], failure.start))
     task["Catch"] = compact(catches)
-    return Fragment(start, [Exit(task), *failure.exits])
+    return Fragment(start, [unit.completed(task), *failure.exits])

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from switchyard.compile.context import context_parameters, referenced_steps, templates_of
-from switchyard.compile.fragments import Block
+from switchyard.compile.fragments import Block, Exit, State
 from switchyard.contract import FunctionName, function_placeholder
 from switchyard.model import (
     AgentBody,
@@ -70,6 +70,13 @@ class Unit:
     @property
     def step(self) -> Step:
         return self.workflow.steps[self.step_id]
+
+    def completed(self, state: State) -> Exit:
+        """The exit by which the step leaves `state` completed (known only where the state
+        writes the step's own record, not a loop's iteration or a map's item)."""
+        if self.record_path != self.step_record:
+            return Exit(state)
+        return Exit(state, step=self.step_id, status="completed")
 
     def name(self, role: str = "") -> str:
         return f"{self.step_id}:{role}" if role else self.step_id
