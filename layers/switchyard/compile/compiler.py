@@ -19,6 +19,7 @@ from switchyard.compile.history import LIMIT, WARN_AT, worst_case_events
 from switchyard.compile.shape import Leaf, Node, Par, Seq, decompose, limit_width
 from switchyard.compile.shape.exclusive import serialize_exclusive
 from switchyard.compile.shape.tree import steps_of
+from switchyard.compile.steps.continue_as_new import RESUME_PATH, continuable_loops
 from switchyard.compile.steps.failure import Fallback
 from switchyard.compile.steps.gate import human_gate
 from switchyard.compile.steps.gating import guarded
@@ -95,6 +96,9 @@ class _Compiler:
         self.primary_of = {s.fallback: sid for sid, s in workflow.steps.items() if s.fallback}
         self.payloads = payload_plan(workflow)
         self._handing: dict[Node, str | None] = {}
+        self.continuable = continuable_loops(workflow)
+        self.resumes: dict[str, str] = {}
+        """Loop that continues as new -> the state a continued segment enters it by."""
 
     def run(self) -> CompileResult:
         tree = self._shape()
@@ -104,7 +108,7 @@ class _Compiler:
         start = self._start(top)
         body = self._emit(tree, top, frozenset()) if tree is not None else None
         outputs = self._outputs(top)
-        machine = chain(start, body, outputs)
+        machine = chain(start, self._resume(top, body, outputs), body, outputs)
         assert machine is not None
         close(machine, top)
         definition: dict[str, Any] = {
@@ -368,7 +372,7 @@ class _Compiler:
             )
         else:
             assert isinstance(step, LoopStep)
-            body = loop_step(unit, step, on_error=on_error, fallback=fallback)
+            body = loop_step(unit, step, on_error=on_error, fallback=fallback, resumes=self.resumes)
         return guarded(unit, body)
 
     # --- start and outputs -----------------------------------------------------------------
@@ -399,7 +403,35 @@ class _Compiler:
             "ResultPath": "$",
             "Retry": [LAMBDA_SERVICE_RETRY],
         }
+        if self.continuable:  # run_start hands a continued segment's state back
+            state["Parameters"]["Payload"]["continuable"] = True
+            state["ResultSelector"]["steps.$"] = "$.Payload.steps"
+            del state["ResultSelector"]["steps"]
+            state["ResultSelector"]["resume.$"] = "$.Payload.resume"
         return block.single("start", state)
+
+    def _resume(self, block: Block, body: Fragment | None, outputs: Fragment) -> Fragment | None:
+        """For a workflow whose loops continue as new: a Choice after `start` that sends a
+        continued segment straight to its loop's next iteration (steps/continue_as_new.py)."""
+        if not self.resumes:
+            return None
+        rules = [
+            {
+                "And": [
+                    {"Variable": f"{RESUME_PATH}.loop", "IsPresent": True},
+                    {"Variable": f"{RESUME_PATH}.loop", "StringEquals": loop},
+                ],
+                "Next": state,
+            }
+            for loop, state in self.resumes.items()
+        ]
+        choice: State = {
+            "Type": "Choice",
+            "Comment": "a continued segment goes on at its loop; a new run starts at the top",
+            "Choices": rules,
+            "Default": (body or outputs).start,
+        }
+        return Fragment(block.add("resume?", choice), [])
 
     def _outputs(self, block: Block) -> Fragment:
         workflow = self.workflow

@@ -2,7 +2,8 @@
 
 Counted the way Step Functions writes them: a Lambda Task that succeeds writes 5 events
 (entered, scheduled, started, succeeded, exited) and each failed attempt 3 more; a Pass or Choice
-writes 2; a map writes 2 per item around its item's events; a loop repeats its iteration's events.
+writes 2; a map writes 2 per item around its item's events; a loop repeats its iteration's events
+(a loop that continues as new: one segment's `after` iterations, each segment an execution).
 """
 
 from __future__ import annotations
@@ -76,7 +77,12 @@ def _step_events(step: Step, workflow: Workflow, step_id: str, assumptions: list
         return 6 + checks + items * per_item
     if isinstance(step, LoopStep):
         per_iteration = _body_events(step.step, workflow) + (3 if step.timeout else 2) * _PASS
-        return _PASS + _composite_extras(step) + step.max_iterations * per_iteration
+        iterations = step.max_iterations
+        if step.continue_as_new is not None:  # one segment's iterations, then the hand-over
+            iterations = min(iterations, step.continue_as_new.after)
+            handing_on = _PASS * 3 + _TASK * (2 if step.continue_as_new.summary else 1)
+            return _PASS * 2 + _composite_extras(step) + iterations * per_iteration + handing_on
+        return _PASS + _composite_extras(step) + iterations * per_iteration
     return _TASK  # pragma: no cover - every step type is handled above
 
 

@@ -5,6 +5,14 @@ and `Catch` rules match, the JSON the machine carries between states, and the pl
 and the local engine fill. docs/contract.md explains it with examples.
 """
 
+from switchyard.contract.continuation import (
+    CONTINUE_KEY,
+    CONTINUED_KEY,
+    Continuation,
+    ContinuedTo,
+    continuation_of,
+    continued_to,
+)
 from switchyard.contract.errors import (
     LAMBDA_SERVICE_ERRORS,
     StepErrorName,
@@ -49,6 +57,8 @@ from switchyard.contract.state import (
 )
 
 __all__ = [
+    "CONTINUED_KEY",
+    "CONTINUE_KEY",
     "DEAD_LETTER_QUEUE_URL",
     "FUNCTIONS",
     "LAMBDA_SERVICE_ERRORS",
@@ -57,6 +67,8 @@ __all__ = [
     "PARENT_LINK_KEY",
     "PRIORITY_KEY",
     "STATE_KEYS",
+    "Continuation",
+    "ContinuedTo",
     "DeadLetter",
     "EnclosingBudget",
     "FunctionName",
@@ -77,6 +89,8 @@ __all__ = [
     "StepStatus",
     "Usage",
     "WorkflowInfo",
+    "continuation_of",
+    "continued_to",
     "error_names_for",
     "error_type_of",
     "function_placeholder",

@@ -66,6 +66,12 @@ class RunContext(Wire):
     priority: Priority | None = None
     """The run's priority, given at its start (`PRIORITY_KEY`), else its parent run's, else its
     workflow's; None: `normal`. Quotas and the local engine's dispatch read it."""
+    segment: int | None = None
+    """Of a workflow with a `continue_as_new` loop: which execution of the run this is (1 for
+    the first). Every segment keeps the first one's `id`, `started_at` and budgets, so the
+    budget ledger, idempotency keys and loop detection see one run."""
+    continued_from: str | None = None
+    """Of a segment after the first: the execution name of the segment before it."""
 
 
 class ParentLink(Wire):
@@ -247,11 +253,18 @@ class RunStartRequest(Wire):
     execution_id: str
     execution_name: str
     start_time: str
+    continuable: bool = False
+    """The workflow has a `continue_as_new` loop: the result also carries `steps` and
+    `resume` (what a continued segment picks up; `{}` for a new run)."""
 
 
 class RunStartResult(Wire):
     inputs: dict[str, Any]
     run: RunContext
+    steps: dict[str, Any] | None = None
+    """Of a continuable machine: the step records a continued segment carries, else `{}`."""
+    resume: dict[str, Any] | None = None
+    """Of a continuable machine: `{loop, scope}` for a continued segment, else `{}`."""
 
 
 class DeadLetter(Wire):

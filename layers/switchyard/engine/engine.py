@@ -850,23 +850,19 @@ class Engine:
                         name,
                         data,
                         options=dict(parent.options),
-                        parent=link,
+                        # Fire-and-forget (continue-as-new): not a child, as on AWS; it
+                        # outlives its starter and its spend is its own.
+                        parent=link if integration != "none" else None,
                     ),
                     batch,
                 )
                 child_arn = started["executionArn"]
             else:  # a retry, a redrive or a recovery: the same child, not a second one
                 child_arn = existing.arn
-                if self._store is not None:
-                    self._store.conn.execute(
-                        "UPDATE sfn_executions SET parent = %s::jsonb WHERE id = %s",
-                        (json.dumps(link), existing.id),
-                    )
-                cached = self._load(execution_id=existing.id)
-                if cached is not None:
-                    cached.parent = link
-                if existing.status != "RUNNING" and integration != "none":
-                    self._post_after_commit(batch, ChildFinished(child_arn))
+                if integration != "none":
+                    self._relink_child(existing.id, link)
+                    if existing.status != "RUNNING":
+                        self._post_after_commit(batch, ChildFinished(child_arn))
         except errors.EngineError as error:
             batch.add(
                 self._interpreter.task_failed(
@@ -890,6 +886,16 @@ class Engine:
             batch.add(
                 self._interpreter.task_succeeded(parent, command.frame, command.attempt, result)
             )
+
+    def _relink_child(self, execution_id: int, link: dict[str, Any]) -> None:
+        if self._store is not None:
+            self._store.conn.execute(
+                "UPDATE sfn_executions SET parent = %s::jsonb WHERE id = %s",
+                (json.dumps(link), execution_id),
+            )
+        cached = self._load(execution_id=execution_id)
+        if cached is not None:
+            cached.parent = link
 
     def _child_finished(self, command: ChildFinished, batch: _Batch) -> None:
         assert self._store is not None and self._recorder is not None

@@ -22,6 +22,7 @@ from switchyard.model.routers import (
 from switchyard.model.steps import (
     AgentBody,
     AgentStep,
+    ContinueAsNew,
     EscalationTier,
     HumanGateStep,
     InlineStep,
@@ -45,6 +46,7 @@ __all__ = [
     "AgentBody",
     "AgentStep",
     "AnyRouter",
+    "ContinueAsNew",
     "Defaults",
     "Duration",
     "ErrorType",

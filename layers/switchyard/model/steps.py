@@ -147,6 +147,23 @@ class MapStep(DagKeys):
     budget: StepBudget | None = None
 
 
+MAX_LOOP_ITERATIONS = 100
+"""A loop's `max_iterations` without `continue_as_new` (all in one execution)."""
+MAX_CONTINUED_ITERATIONS = 1_000_000
+"""A loop's `max_iterations` with `continue_as_new` (spread over segments)."""
+
+
+class ContinueAsNew(Spec):
+    """Every `after` iterations the loop goes on in a new execution (a new segment of the same
+    run), carrying `summary` as the next iteration's `previous`."""
+
+    after: int = Field(ge=1)
+    """Iterations per segment."""
+    summary: dict[str, Template] | Template | None = None
+    """Templates over what the next iteration sees (`previous`: the last iteration's output,
+    `iteration`, `inputs`, `steps`, `run`); default: the last iteration's output as it is."""
+
+
 class LoopStep(DagKeys):
     """Runs an inline step again until `until` holds, at most `max_iterations` times."""
 
@@ -154,8 +171,10 @@ class LoopStep(DagKeys):
     step: InlineStep
     until: ConditionText | None = None
     """Condition over `output` (this iteration's) and `iteration` (from 1)."""
-    max_iterations: int = Field(ge=1, le=100)
-    """Hard bound on iterations (at most 100)."""
+    max_iterations: int = Field(ge=1, le=MAX_CONTINUED_ITERATIONS)
+    """Hard bound on iterations (at most 100, or 1,000,000 with `continue_as_new`)."""
+    continue_as_new: ContinueAsNew | None = None
+    """Carry the loop on in a new execution every `after` iterations."""
     input: dict[str, Template] = Field(default_factory=dict)
     output_schema: dict[str, Any] | None = None
     timeout: Duration | None = None

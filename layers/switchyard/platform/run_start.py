@@ -13,14 +13,17 @@ import jsonschema_rs
 from pydantic import ValidationError
 
 from switchyard.contract import (
+    CONTINUE_KEY,
     PARENT_LINK_KEY,
     PRIORITY_KEY,
+    Continuation,
     EnclosingBudget,
     ParentLink,
     RunContext,
     RunStartRequest,
     RunStartResult,
     StepErrorName,
+    continuation_of,
 )
 from switchyard.contract.errors import lambda_error
 from switchyard.model import PRIORITIES, Priority
@@ -45,7 +48,11 @@ def check_inputs(schemas: dict[str, dict[str, Any]], given: Any) -> dict[str, An
     problems: list[str] = []
     inputs: dict[str, Any] = {}
     for name, value in given.items():
-        if name.startswith("AWS_STEP_FUNCTIONS_") or name in (PARENT_LINK_KEY, PRIORITY_KEY):
+        if name.startswith("AWS_STEP_FUNCTIONS_") or name in (
+            PARENT_LINK_KEY,
+            PRIORITY_KEY,
+            CONTINUE_KEY,
+        ):
             continue
         if name not in schemas:
             known = ", ".join(schemas) or "none"
@@ -130,6 +137,50 @@ def run_priority(given: dict[str, Any], link: ParentLink | None, workflow: Prior
 
 
 def start_run(request: RunStartRequest) -> RunStartResult:
+    carried = continuation_of(request.input)
+    if carried is not None:
+        return continue_run(request, _continuation(carried))
+    result = _new_run(request)
+    if request.continuable:
+        run = result.run.model_copy(update={"segment": 1})
+        return RunStartResult(inputs=result.inputs, run=run, steps={}, resume={})
+    return result
+
+
+def continue_run(request: RunStartRequest, carried: Continuation) -> RunStartResult:
+    """A continued segment: the first segment's run, state and loop position, taken as they
+    were handed over (they were checked when the run started). The segment must run the
+    version the run started on: a machine updated in between has other steps."""
+    if not request.continuable:
+        raise InvalidRunInputError(
+            [f"'{CONTINUE_KEY}' continues a run, but this workflow has no continue_as_new loop"]
+        )
+    run = carried.run
+    if (run.workflow, run.version) != (request.workflow.name, request.workflow.version):
+        raise InvalidRunInputError(
+            [
+                f"segment {carried.segment} of run {run.id} continues {run.workflow} version "
+                f"{run.version}, but this state machine runs {request.workflow.name} version "
+                f"{request.workflow.version}; redrive the previous segment after restoring it"
+            ]
+        )
+    run = run.model_copy(
+        update={"segment": carried.segment, "continued_from": carried.continued_from}
+    )
+    resume: dict[str, Any] = {"loop": carried.loop, "scope": carried.scope}
+    if carried.deadline is not None:
+        resume["deadline"] = carried.deadline
+    return RunStartResult(inputs=carried.inputs, run=run, steps=carried.steps, resume=resume)
+
+
+def _continuation(value: dict[str, Any]) -> Continuation:
+    try:
+        return Continuation.model_validate(value)
+    except ValidationError as exc:
+        raise InvalidRunInputError([f"'{CONTINUE_KEY}' is not a continuation: {exc}"]) from None
+
+
+def _new_run(request: RunStartRequest) -> RunStartResult:
     inputs = check_inputs(request.inputs_schema, request.input)
     given = request.input if isinstance(request.input, dict) else {}
     parent = given.get(PARENT_KEY)

@@ -131,6 +131,12 @@ class StepRules:
     def _loop(self, base: DocPath, step: LoopStep, scope: Scope) -> None:
         inner = scope.with_roots("iteration", "previous")
         self._inline(base, step.step, inner)
+        summary = step.continue_as_new.summary if step.continue_as_new else None
+        where = (*base, "continue_as_new", "summary")
+        if isinstance(summary, dict):
+            self._refs.templates(summary, where, inner)
+        elif summary is not None:
+            self._refs.template(summary, where, inner)
         if step.until is not None:
             output = inline_output_schema(step.step, self._workflow)
             until_scope = Scope(_CONTEXT, scope.owner).with_roots("iteration", output=output)

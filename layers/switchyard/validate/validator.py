@@ -10,6 +10,7 @@ from switchyard.model import Workflow
 from switchyard.source import LoadedDocument, load_document, load_file
 from switchyard.validate.catalog import WorkflowCatalog
 from switchyard.validate.context import Checks
+from switchyard.validate.continue_as_new import check_continue_as_new
 from switchyard.validate.dag_rules import (
     check_cycles_and_reachability,
     check_dependencies,
@@ -73,6 +74,7 @@ def validate_document(
         check_gate_timeouts(checks)
         check_payload_size(checks)
         upstream = _upstream(checks)
+        check_continue_as_new(checks, upstream)
         StepRules(checks, ReferenceChecker(checks, upstream), catalog).run()
         diagnostics += checks.diagnostics
     diagnostics = sorted(dict.fromkeys(diagnostics), key=sort_key)

@@ -7,6 +7,9 @@ A loop's `timeout` limits the whole loop: a deadline computed when the loop star
 before every iteration after the first, and a loop past it fails with `timeout` (an iteration
 already running is limited by the inline step's own `timeout`). A loop's `output_schema` is
 checked on its output once it is done.
+
+A loop with `continue_as_new` also keeps `segment_end` in its scope, the last iteration this
+execution runs; past it, the loop hands the run on to a new execution (continue_as_new.py).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from switchyard.compile.steps.composite import (
     past,
     timed_out_error,
 )
+from switchyard.compile.steps.continue_as_new import hand_on, resume_state
 from switchyard.compile.steps.failure import Fallback, caught_into, failure_entry
 from switchyard.compile.steps.sub_workflow import sub_workflow
 from switchyard.compile.steps.task import lambda_step
@@ -29,8 +33,15 @@ from switchyard.model import LoopStep, OnError, SubWorkflowBody
 
 
 def loop_step(
-    unit: Unit, step: LoopStep, *, on_error: OnError, fallback: Fallback | None
+    unit: Unit,
+    step: LoopStep,
+    *,
+    on_error: OnError,
+    fallback: Fallback | None,
+    resumes: dict[str, str] | None = None,
 ) -> Fragment:
+    """The loop's states; with `continue_as_new`, `resumes` gets the state a continued segment
+    enters it by."""
     block = unit.block
     inner = Unit(unit.workflow, unit.step_id, block, scope=True, record_path=LOOP_RESULT)
     inner.output_limit = unit.output_limit
@@ -51,6 +62,9 @@ def loop_step(
         "ResultPath": "$.scope",
         "Next": iteration.start,
     }
+    rule = step.continue_as_new
+    if rule is not None:
+        begin["Result"]["segment_end"] = rule.after
     begin_name = block.add(unit.name("first iteration"), begin)
     start = begin_name
     if step.timeout:
@@ -87,6 +101,8 @@ def loop_step(
         "ResultPath": "$.scope",
         "Next": iteration.start,
     }
+    if rule is not None:
+        again["Parameters"]["segment_end.$"] = "$.scope.segment_end"
     again_name = block.add(unit.name("next iteration"), again)
     go_on = again_name
     if step.timeout:
@@ -101,6 +117,21 @@ def loop_step(
             "Next": done_name,
         }
     )
+    if rule is not None:
+        hand = hand_on(unit, step, failure)
+        if step.timeout:
+            hand = _deadline_check(unit, step.timeout, hand, failure, role="before it goes on")
+        choices.append(
+            {
+                "Variable": "$.scope.iteration",
+                "NumericGreaterThanEqualsPath": "$.scope.segment_end",
+                "Next": hand,
+            }
+        )
+        if resumes is not None:
+            resumes[unit.step_id] = resume_state(
+                unit, rule, iteration.start, deadline=bool(step.timeout)
+            )
     decide: State = {
         "Type": "Choice",
         "Comment": f"is '{unit.step_id}' done? Its until holds, or it ran {step.max_iterations} "
@@ -114,8 +145,9 @@ def loop_step(
     return Fragment(start, [unit.completed(leave), *iteration.exits[1:]])
 
 
-def _deadline_check(unit: Unit, seconds: int, again: str, failure: str) -> str:
+def _deadline_check(unit: Unit, seconds: int, again: str, failure: str, *, role: str = "") -> str:
     """A Choice before the next iteration: past the deadline, the loop fails with `timeout`."""
+    suffix = f" {role}" if role else ""
     block = unit.block
     timed_out = timed_out_error(
         {
@@ -130,8 +162,11 @@ def _deadline_check(unit: Unit, seconds: int, again: str, failure: str) -> str:
         "Type": "Choice",
         "Comment": f"is '{unit.step_id}' still within its timeout of {seconds} s?",
         "Choices": [
-            {**past(f"{DEADLINE}.at"), "Next": block.add(unit.name("timed out"), timed_out)}
+            {
+                **past(f"{DEADLINE}.at"),
+                "Next": block.add(unit.name(f"timed out{suffix}"), timed_out),
+            }
         ],
         "Default": again,
     }
-    return block.add(unit.name("in time?"), check)
+    return block.add(unit.name(f"in time{suffix}?"), check)
