@@ -11,7 +11,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-RunStatus = Literal["running", "waiting", "paused", "succeeded", "failed", "cancelled", "timed_out"]
+RunStatus = Literal[
+    "running", "waiting", "paused", "succeeded", "failed", "cancelled", "timed_out", "continued"
+]
+"""`continued`: one segment of a run that continued as new; the run shows its last one's."""
 
 
 NO_NUL = r"^[^\x00]*$"
@@ -198,6 +201,21 @@ class StepView(_Answer):
     ended_at: str | None
 
 
+class SegmentView(_Answer):
+    """One execution of a run that continued as new (docs/engine.md, Continue-as-new)."""
+
+    run_id: str
+    segment: int
+    continued_from: str | None
+    status: RunStatus
+    cost_usd: float
+    input_tokens: int
+    output_tokens: int
+    started_at: str
+    ended_at: str | None
+    execution_arn: str
+
+
 class RunView(_Answer):
     """Exactly what `switchyard run --json` prints (docs/cli.md)."""
 
@@ -213,6 +231,8 @@ class RunView(_Answer):
     waiting_for: list[WaitingFor]
     started_at: str | None
     ended_at: str | None
+    segments: list[SegmentView] | None = None
+    """Of a run that continued as new: its executions in order (its totals are theirs)."""
 
 
 class Cancelled(_Answer):

@@ -142,6 +142,14 @@ def run_show(args: argparse.Namespace) -> int:
         f"  cost {money(data['cost_usd'])} · tokens"
         f" {data['tokens']['input']:,}→{data['tokens']['output']:,}"
     )
+    segments = data.get("segments") or []
+    if segments:
+        print(f"  {len(segments)} segments (the run continued as new):")
+    for segment in segments:
+        print(
+            f"    #{segment['segment']:<3} {segment['run_id']:<28} {segment['status']:<10}"
+            f" {money(segment['cost_usd']):>9}"
+        )
     for step_id, step in data["steps"].items():
         print(
             f"  {step_id:<18} {step['status']:<10} attempts {step['attempts']:<2} "

@@ -20,6 +20,7 @@ from switchyard.dashboard.errors import (
 from switchyard.dashboard.graph import workflow_graph
 from switchyard.dashboard.runs import iso, run_row
 from switchyard.model.durations import parse_duration
+from switchyard.records.segments import logical_run
 from switchyard.runtime.large_outputs import OutputNotFoundError, OutputStore
 
 log = logging.getLogger(__name__)
@@ -175,7 +176,33 @@ def run_detail(conn: psycopg.Connection[Any], run_id: str) -> dict[str, Any]:
     ).fetchone()
     if run is None:  # deleted between the two reads
         raise NotFoundError(f"no run {run_id!r}", code="run_not_found")
-    tasks = cursor.execute(_STEPS_SQL, {"id": execution_id, "inline": INLINE_BYTES}).fetchall()
+    logical = None
+    if run["segment"] > 1 or run["status"] == "continued":  # continued as new: shown whole
+        logical = logical_run(conn, str(run["logical_run_id"] or run["run_id"]))
+    executions = [execution_id]
+    if logical is not None and len(logical.segments) > 1:
+        executions = [s.execution_id for s in logical.segments]
+        if executions[-1] != execution_id:
+            execution_id = executions[-1]
+            run = cursor.execute(
+                _RUN_SQL.replace("r.*,", "r.*, now() AS now,"),
+                {"id": execution_id, "inline": INLINE_BYTES},
+            ).fetchone()
+            if run is None:
+                raise NotFoundError(f"no run {run_id!r}", code="run_not_found")
+        run = {
+            **run,
+            "run_id": logical.run_id,
+            "cost_usd": logical.cost_usd,
+            "input_tokens": logical.input_tokens,
+            "output_tokens": logical.output_tokens,
+            "started_at": logical.segments[0].started_at,
+        }
+    tasks = [
+        task
+        for execution in executions
+        for task in cursor.execute(_STEPS_SQL, {"id": execution, "inline": INLINE_BYTES}).fetchall()
+    ]
     gates = cursor.execute(_GATES_SQL, (run["arn"],)).fetchall()
     children: dict[str, list[dict[str, Any]]] = {}
     for child in cursor.execute(_CHILDREN_SQL, (execution_id,)).fetchall():
@@ -220,6 +247,9 @@ def run_detail(conn: psycopg.Connection[Any], run_id: str) -> dict[str, Any]:
             for g in gates
         ],
         "timeline": {"events": [_event(e) for e in reversed(events)], "total": run["events"]},
+        "segments": [seg.as_json() for seg in logical.segments]
+        if logical is not None and len(executions) > 1
+        else None,
     }
 
 

@@ -820,14 +820,15 @@ class Engine:
             try:
                 data = json.loads(data)
             except ValueError:
-                batch.add(
+                self._add_recorded(
+                    batch,
                     self._interpreter.task_failed(
                         parent,
                         command.frame,
                         command.attempt,
                         "States.Runtime",
                         "Input is not JSON",
-                    )
+                    ),
                 )
                 return
         frame = parent.frames.get(command.frame)
@@ -864,14 +865,15 @@ class Engine:
                     if existing.status != "RUNNING":
                         self._post_after_commit(batch, ChildFinished(child_arn))
         except errors.EngineError as error:
-            batch.add(
+            self._add_recorded(
+                batch,
                 self._interpreter.task_failed(
                     parent,
                     command.frame,
                     command.attempt,
                     f"StepFunctions.{error.code}Exception",
                     error.message,
-                )
+                ),
             )
             return
         if frame is not None and frame.task is not None:
@@ -883,9 +885,17 @@ class Engine:
                 "ExecutionArn": child_arn,
                 "StartDate": _iso(row.started_at if row else self._clock()),
             }
-            batch.add(
-                self._interpreter.task_succeeded(parent, command.frame, command.attempt, result)
+            self._add_recorded(
+                batch,
+                self._interpreter.task_succeeded(parent, command.frame, command.attempt, result),
             )
+
+    def _add_recorded(self, batch: _Batch, transition: Transition | None) -> None:
+        """A transition of the starting execution, written to its run records as well (a
+        fire-and-forget start goes straight on, as does a start that failed)."""
+        if transition is not None and self._recorder is not None:
+            self._recorder.transition(transition, started=False, parent_id=None)
+        batch.add(transition)
 
     def _relink_child(self, execution_id: int, link: dict[str, Any]) -> None:
         if self._store is not None:

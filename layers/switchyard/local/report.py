@@ -15,8 +15,20 @@ from psycopg.rows import dict_row
 
 from switchyard.gates.model import Gate
 from switchyard.gates.store import _gate
+from switchyard.records.segments import logical_run, newest_segment
 
-RUN_STATUSES = ("running", "waiting", "paused", "succeeded", "failed", "cancelled", "timed_out")
+RUN_STATUSES = (
+    "running",
+    "waiting",
+    "paused",
+    "succeeded",
+    "failed",
+    "cancelled",
+    "timed_out",
+    "continued",
+)
+"""`continued`: a segment that handed its run on to the next (continue-as-new); the run as a
+whole has its last segment's status."""
 
 
 class RunNotFoundError(LookupError):
@@ -47,6 +59,10 @@ def _time(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
+RUN_SQL = (
+    "SELECT r.*, e.arn FROM workflow_runs r JOIN sfn_executions e ON e.id = r.execution_id"
+    " WHERE r.execution_id = %s"
+)
 FIND_RUN_SQL = """
 SELECT e.id, e.arn
   FROM workflow_runs r JOIN sfn_executions e ON e.id = r.execution_id
@@ -69,22 +85,35 @@ def find_run(conn: psycopg.Connection[Any], run_id: str) -> tuple[int, str]:
     if len(rows) > 1 and not run_id.startswith("arn:"):
         arns = ", ".join(r[1] for r in rows)
         raise AmbiguousRunError(f"{run_id!r} names several runs ({arns}); give the ARN")
+    if not run_id.startswith("arn:"):  # a run that continued as new: its current segment
+        newest = newest_segment(conn, run_id)
+        if newest is not None:
+            return newest
     return int(rows[0][0]), str(rows[0][1])
 
 
 def run_view(conn: psycopg.Connection[Any], execution_id: int) -> RunView:
+    """The run as people see it. A run that continued as new is shown whole, whichever segment
+    `execution_id` is: its id the first segment's, its status, output and open gates the last
+    one's, its spend and steps all segments' together, and `segments` listing them."""
     cursor = conn.cursor(row_factory=dict_row)
-    run = cursor.execute(
-        "SELECT r.*, e.arn FROM workflow_runs r JOIN sfn_executions e ON e.id = r.execution_id"
-        " WHERE r.execution_id = %s",
-        (execution_id,),
-    ).fetchone()
+    run = cursor.execute(RUN_SQL, (execution_id,)).fetchone()
     if run is None:
         raise RunNotFoundError(f"no run record for execution {execution_id}")
+    logical = None
+    if run["segment"] > 1 or run["status"] == "continued":
+        logical = logical_run(conn, str(run["logical_run_id"] or run["run_id"]))
+    executions = [execution_id]
+    first = run
+    if logical is not None and len(logical.segments) > 1:
+        executions = [s.execution_id for s in logical.segments]
+        first = cursor.execute(RUN_SQL, (executions[0],)).fetchone() or run
+        run = cursor.execute(RUN_SQL, (executions[-1],)).fetchone() or run
+        execution_id = executions[-1]
     tasks = cursor.execute(
-        "SELECT * FROM task_runs WHERE execution_id = %s ORDER BY started_at NULLS LAST, step_id,"
-        " item",
-        (execution_id,),
+        "SELECT t.* FROM task_runs t JOIN unnest(%s::bigint[]) WITH ORDINALITY AS x(id, n)"
+        " ON t.execution_id = x.id ORDER BY x.n, t.started_at NULLS LAST, t.step_id, t.item",
+        (executions,),
     ).fetchall()
     gates = [_gate(g) for g in cursor.execute(
         "SELECT * FROM gates WHERE execution_arn = %s AND status = 'open' ORDER BY created_at",
@@ -118,15 +147,19 @@ def run_view(conn: psycopg.Connection[Any], execution_id: int) -> RunView:
         if task["provider"]:
             step["provider"] = task["provider"]
     links = approve_urls(conn, gates)
+    cost, tokens_in, tokens_out = run["cost_usd"], run["input_tokens"], run["output_tokens"]
+    if len(executions) > 1 and logical is not None:
+        cost, tokens_in = logical.cost_usd, logical.input_tokens
+        tokens_out = logical.output_tokens
     data = {
-        "run_id": run["run_id"],
+        "run_id": first["run_id"],
         "workflow": run["workflow"],
         "version": run["workflow_version"],
         "status": run["status"],
         "output": run["output"],
         "error": run["error"],
-        "cost_usd": round(_number(run["cost_usd"]), 6),
-        "tokens": {"input": int(run["input_tokens"]), "output": int(run["output_tokens"])},
+        "cost_usd": round(_number(cost), 6),
+        "tokens": {"input": int(tokens_in), "output": int(tokens_out)},
         "steps": steps,
         "waiting_for": [
             {
@@ -139,9 +172,11 @@ def run_view(conn: psycopg.Connection[Any], execution_id: int) -> RunView:
             }
             for gate in gates
         ],
-        "started_at": _time(run["started_at"]),
+        "started_at": _time(first["started_at"]),
         "ended_at": _time(run["ended_at"]),
     }
+    if len(executions) > 1 and logical is not None:
+        data["segments"] = [s.as_json() for s in logical.segments]
     return RunView(execution_id, str(run["arn"]), data, gates)
 
 

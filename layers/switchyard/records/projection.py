@@ -26,10 +26,11 @@ from typing import Any, Literal
 
 import psycopg
 
-from switchyard.contract import error_type_of
+from switchyard.contract import continued_to, error_type_of
 from switchyard.contract.errors import read_cause, read_spend
 from switchyard.records.gate_records import record_answer, record_revoked
 from switchyard.records.jsonb import json_text
+from switchyard.records.segments import segment_of
 
 _COMMENT = re.compile(r"^switchyard workflow (\S+) version (\d+)")
 _STEP_RECORD = re.compile(r"^\$\.steps\.([A-Za-z0-9_]+)$")
@@ -121,8 +122,9 @@ def _item(payload: dict[str, Any]) -> str:
 
 START_SQL = """
 INSERT INTO workflow_runs (execution_id, run_id, workflow, workflow_version, status, input,
-                           started_at, parent_execution_id, parent_step)
-VALUES (%s, %s, %s, %s, 'running', %s::jsonb, %s, %s, %s)
+                           started_at, parent_execution_id, parent_step, logical_run_id,
+                           segment, continued_from)
+VALUES (%s, %s, %s, %s, 'running', %s::jsonb, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (execution_id) DO NOTHING
 """
 RUN_STATUS_SQL = """
@@ -218,6 +220,11 @@ UPDATE workflow_runs SET status = %(status)s, output = %(output)s::jsonb, ended_
        updated_at = now(), version = version + 1
  WHERE execution_id = %(id)s
 """
+CONTINUED_STEPS_SQL = """
+UPDATE task_runs SET status = 'continued', ended_at = COALESCE(%s, now()),
+       updated_at = now(), version = version + 1
+ WHERE execution_id = %s AND status IN ('running', 'waiting')
+"""
 UNFINISHED_STEPS_SQL = """
 UPDATE task_runs SET status = 'failed', error = %s::jsonb, ended_at = COALESCE(%s, now()),
        updated_at = now(), version = version + 1
@@ -239,10 +246,14 @@ class RunRecords:
     # --- the run -------------------------------------------------------------------------------
 
     def started(self, run: RunRef, start: RunStart) -> None:
+        """A run started; a continued segment (its input carries a continuation) names the
+        logical run it belongs to and the segment before it."""
+        segment = segment_of(start.input)
         self._conn.execute(
             START_SQL,
             (run.execution_id, start.run_id, start.workflow, start.version, _json(start.input),
-             start.started_at, start.parent_id, start.parent_step),
+             start.started_at, start.parent_id, start.parent_step, segment.logical_run_id,
+             segment.number, segment.continued_from),
         )  # fmt: skip
 
     def redriven(self, run: RunRef) -> None:
@@ -254,6 +265,9 @@ class RunRecords:
         so that it sees this batch's step records without waiting for them). `at`: when the
         steps it leaves unfinished ended."""
         status = _RUN_STATUS.get(end.status, "failed")
+        if end.status == "SUCCEEDED" and continued_to(end.output) is not None:
+            status = "continued"  # the run goes on in its next segment
+            self._conn.execute(CONTINUED_STEPS_SQL, (at, run.execution_id))
         error = None
         if end.status == "ABORTED":
             error = {"type": "cancelled", "message": end.cause or ""}
