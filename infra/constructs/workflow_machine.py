@@ -30,6 +30,8 @@ from switchyard.constants import LIVE_ALIAS, pinned_alias
 from switchyard.contract import DEAD_LETTER_QUEUE_URL, function_placeholder
 
 SYNC_EVENTS_RULE = "StepFunctionsGetEventsForStepFunctionsExecutionRule"
+CONTINUES_AS_NEW = '"arn:aws:states:::states:startExecution"'
+"""The fire-and-forget start a loop's `continue_as_new` compiles to (not `.sync`)."""
 """The managed rule through which `startExecution.sync` learns that a child finished, as the
 Step Functions developer guide names it ("IAM policies for ... Step Functions", `.sync`): the
 machine's role puts and describes it, and CloudFormation never creates it."""
@@ -130,6 +132,8 @@ class WorkflowMachine(Construct):
             )
         if compiled.children:
             self._may_start_children(compiled, children, substitutions)
+        if CONTINUES_AS_NEW in compiled.definition:
+            self._may_continue_as_new()
         self.log_group = platform.store.log_group(
             "Logs",
             settings,
@@ -199,6 +203,19 @@ class WorkflowMachine(Construct):
         child = self.machine.node.default_child
         assert isinstance(child, sfn.CfnStateMachine)
         return child
+
+    def _may_continue_as_new(self) -> None:
+        """A loop with `continue_as_new` starts the run's next segment on its own machine
+        (`$$.StateMachine.Id`); the ARN is built from the fixed name, as a reference to the
+        machine would make the role depend on the machine that depends on it."""
+        stack = Stack.of(self)
+        own = (
+            f"arn:{stack.partition}:states:{stack.region}:{stack.account}"
+            f":stateMachine:{self.machine_name}"
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(actions=["states:StartExecution"], resources=[own])
+        )
 
     def _may_start_children(
         self,
