@@ -65,6 +65,24 @@ version: 1
 steps:
   a: {type: agent, prompt: hi, after: [nowhere]}
 """
+CONTINUED = """\
+switchyard: 1
+name: long-refine
+version: 1
+defaults: {model: claude-haiku-4-5}
+steps:
+  refine:
+    type: loop
+    max_iterations: 9
+    until: output.score >= 0.8
+    continue_as_new: {after: 2}
+    step:
+      type: agent
+      prompt: "improve on {{ previous }}"
+      output_schema: {type: object, properties: {score: {type: number}}, required: [score]}
+"""
+"""A loop that continues as new every 2 iterations: 5 iterations are 3 segments."""
+CONTINUED_SCRIPT = {"refine": [{"output": {"score": s}} for s in (0.1, 0.2, 0.3, 0.4, 0.9)]}
 FINAL = {"succeeded", "failed", "cancelled", "timed_out"}
 
 
@@ -138,6 +156,8 @@ def write_workflows(directory: Path, scripts: Path) -> None:
     (directory / "budget-pause.yaml").write_text(BUDGET_PAUSE)
     (scripts / "budget-pause.yaml").write_text(yaml.safe_dump(BUDGET_PAUSE_SCRIPT))
     (directory / "noop.yaml").write_text(NOOP)
+    (directory / "long-refine.yaml").write_text(CONTINUED)
+    (scripts / "long-refine.yaml").write_text(yaml.safe_dump(CONTINUED_SCRIPT))
     (scripts / "noop.yaml").write_text(yaml.safe_dump(NOOP_SCRIPT))
     (directory / "broken.yaml").write_text(INVALID)
 

@@ -16,7 +16,7 @@ import httpx
 from tests.unit.api.support import Stack
 
 EXAMPLES = 8
-INSTALLED = ("budget-pause", "customer-support", "noop", "pause")
+INSTALLED = ("budget-pause", "customer-support", "long-refine", "noop", "pause")
 
 
 def test_the_document_is_openapi_3_1_with_a_path_per_installed_workflow(

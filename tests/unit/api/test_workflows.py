@@ -15,7 +15,7 @@ def test_the_valid_workflows_of_the_directory_are_listed_with_their_inputs(
 
     assert answer.status_code == 200
     workflows = {w["name"]: w for w in answer.json()["workflows"]}
-    assert set(workflows) == {"budget-pause", "customer-support", "noop", "pause"}
+    assert set(workflows) == {"budget-pause", "customer-support", "long-refine", "noop", "pause"}
     support = workflows["customer-support"]
     assert support["version"] == 1
     assert support["inputs"]["tier"] == {
