@@ -29,6 +29,9 @@ from switchyard.contract.errors import lambda_error
 from switchyard.model import PRIORITIES, Priority
 
 PARENT_KEY = "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID"
+MAX_CONTINUABLE_RUN_ID = 80 - len("-1000000")
+"""A run id whose every segment's name (`<run id>-<segment>`, segments up to the most
+iterations a loop may have) fits Step Functions' 80 characters."""
 
 
 class InvalidRunInputError(ValueError):
@@ -142,6 +145,15 @@ def start_run(request: RunStartRequest) -> RunStartResult:
         return continue_run(request, _continuation(carried))
     result = _new_run(request)
     if request.continuable:
+        if len(request.execution_name) > MAX_CONTINUABLE_RUN_ID:
+            raise InvalidRunInputError(
+                [
+                    f"the run id {request.execution_name!r} has {len(request.execution_name)} "
+                    f"characters; this workflow's loop continues as new, in executions named "
+                    f"'<run id>-<segment>' (at most 80 characters), so its run ids may have at "
+                    f"most {MAX_CONTINUABLE_RUN_ID}"
+                ]
+            )
         run = result.run.model_copy(update={"segment": 1})
         return RunStartResult(inputs=result.inputs, run=run, steps={}, resume={})
     return result

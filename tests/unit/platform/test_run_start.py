@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from switchyard.contract import PARENT_LINK_KEY, PRIORITY_KEY, RunStartRequest, WorkflowInfo
+from switchyard.contract import (
+    CONTINUE_KEY,
+    PARENT_LINK_KEY,
+    PRIORITY_KEY,
+    RunStartRequest,
+    WorkflowInfo,
+)
 from switchyard.platform.run_start import InvalidRunInputError, start_run
 
 SCHEMAS = {"document": {"type": "object"}}
@@ -123,3 +129,63 @@ def test_a_priority_that_is_not_one_is_an_input_error() -> None:
         start_with({PRIORITY_KEY: "urgent"})
     started = start_run(request({PRIORITY_KEY: "high", "document": {}}))
     assert started.inputs == {"document": {}}  # not an input of the workflow
+
+
+# --- continue-as-new ----------------------------------------------------------------------------
+
+
+def continuable(data: dict[str, Any], name: str = "run-1", version: int = 1) -> RunStartRequest:
+    return request(data, name).model_copy(
+        update={
+            "continuable": True,
+            "workflow": WorkflowInfo(name="summarize-document", version=version),
+        }
+    )
+
+
+def handed_over(**extra: Any) -> dict[str, Any]:
+    return {
+        CONTINUE_KEY: {
+            "loop": "refine",
+            "segment": 3,
+            "continued_from": "run-1-2",
+            "run": {**parent_run(id="run-1", workflow="summarize-document"), "segment": 2},
+            "inputs": {"document": {"title": "t"}},
+            "steps": {"prep": {"status": "completed", "output": {"text": "notes"}}},
+            "scope": {"iteration": 9, "previous": {"best": 0.4}, "meta": {"iterations": 9}},
+            **extra,
+        }
+    }
+
+
+def test_a_new_run_of_a_continuable_machine_is_segment_one_with_nothing_to_resume() -> None:
+    result = start_run(continuable({"document": {}}))
+    assert result.run.segment == 1 and result.run.continued_from is None
+    assert result.steps == {} and result.resume == {}
+
+
+def test_a_continued_segment_takes_back_the_run_its_state_and_its_loop() -> None:
+    result = start_run(continuable(handed_over(), name="run-1-3"))
+    assert result.run.id == "run-1"  # the logical run: budgets and keys go on
+    assert (result.run.segment, result.run.continued_from) == (3, "run-1-2")
+    assert result.inputs == {"document": {"title": "t"}}
+    assert result.steps == {"prep": {"status": "completed", "output": {"text": "notes"}}}
+    assert result.resume == {
+        "loop": "refine",
+        "scope": {"iteration": 9, "previous": {"best": 0.4}, "meta": {"iterations": 9}},
+    }
+
+
+def test_a_continuation_of_another_version_or_a_machine_without_such_loop_is_refused() -> None:
+    with pytest.raises(InvalidRunInputError, match="runs summarize-document version 2"):
+        start_run(continuable(handed_over(), name="run-1-3", version=2))
+    with pytest.raises(InvalidRunInputError, match="has no continue_as_new loop"):
+        start_run(request(handed_over(), name="run-1-3"))
+    with pytest.raises(InvalidRunInputError, match="not a continuation"):
+        start_run(continuable({CONTINUE_KEY: {"loop": "refine"}}, name="run-1-3"))
+
+
+def test_a_run_id_too_long_for_its_segments_names_is_refused_up_front() -> None:
+    start_run(continuable({"document": {}}, name="r" * 72))
+    with pytest.raises(InvalidRunInputError, match="at most 72"):
+        start_run(continuable({"document": {}}, name="r" * 73))
