@@ -62,9 +62,10 @@ def run_list(args: argparse.Namespace) -> int:
         return ExitCode.OK
     print(f"{'RUN':<32} {'WORKFLOW':<24} {'STATUS':<10} {'COST':>10}  STARTED")
     for run in runs:
+        of = f"  (segment {run['segment']} of {run['logical_run_id']})" if "segment" in run else ""
         print(
             f"{run['run_id']:<32} {run['workflow'] + ' v' + str(run['version']):<24} "
-            f"{run['status']:<10} {money(run['cost_usd']):>10}  {run['started_at']}"
+            f"{run['status']:<10} {money(run['cost_usd']):>10}  {run['started_at']}{of}"
         )
     return ExitCode.OK
 

@@ -19,6 +19,7 @@ from switchyard.constants import DEFAULT_STUCK_AFTER_SECONDS
 from switchyard.dashboard.errors import BadQueryError
 from switchyard.local.report import RUN_STATUSES
 from switchyard.local.stuck import OPEN_STATUSES, StuckAfterError, stuck_after, stuck_runs
+from switchyard.records.segments import segment_fields
 
 MAX_PAGE = 200
 MAX_SEARCH = 80
@@ -27,7 +28,7 @@ MAX_SEARCH = 80
 _PAGE_SQL = """
 SELECT r.execution_id, r.run_id, r.workflow, r.workflow_version, r.tenant, r.status,
        r.cost_usd, r.input_tokens, r.output_tokens, r.started_at, r.ended_at,
-       r.parent_execution_id,
+       r.parent_execution_id, r.segment, r.logical_run_id,
        (SELECT coalesce(json_agg(json_build_object('step', g.step_id, 'kind', g.kind,
                                                    'assignee', g.assignee)), '[]'::json)
           FROM gates g WHERE g.run_id = r.run_id AND g.status = 'open') AS waiting_on
@@ -154,4 +155,5 @@ def run_row(row: dict[str, Any]) -> dict[str, Any]:
         "ended_at": iso(row["ended_at"]),
         "waiting_on": row.get("waiting_on") or [],
         "child": row["parent_execution_id"] is not None,
+        **segment_fields(row),
     }

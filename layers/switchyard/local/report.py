@@ -15,7 +15,7 @@ from psycopg.rows import dict_row
 
 from switchyard.gates.model import Gate
 from switchyard.gates.store import _gate
-from switchyard.records.segments import logical_run, newest_segment
+from switchyard.records.segments import logical_run, newest_segment, segment_fields
 
 RUN_STATUSES = (
     "running",
@@ -240,4 +240,5 @@ def listed_run(r: Mapping[str, Any]) -> dict[str, Any]:
         "tokens": {"input": int(r["input_tokens"]), "output": int(r["output_tokens"])},
         "started_at": _time(r["started_at"]),
         "ended_at": _time(r["ended_at"]),
+        **segment_fields(r),
     }

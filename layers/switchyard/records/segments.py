@@ -133,6 +133,15 @@ def logical_run_id(conn: psycopg.Connection[Any], run_id: str) -> str:
     return str(row[0]) if row else run_id
 
 
+def segment_fields(row: Any) -> dict[str, Any]:
+    """What a list row of a run that continued as new adds (`segment`, `logical_run_id`), so
+    that its segments read as one run; nothing for any other run."""
+    segment = int(row.get("segment") or 1)
+    if segment == 1 and row.get("status") != "continued":
+        return {}
+    return {"segment": segment, "logical_run_id": row.get("logical_run_id") or row["run_id"]}
+
+
 def newest_segment(conn: psycopg.Connection[Any], run_id: str) -> tuple[int, str] | None:
     """(execution id, ARN) of the newest segment of the logical run `run_id`, if it continued
     as new: where it runs now, what `cancel`, `resume` and `approve` act on."""

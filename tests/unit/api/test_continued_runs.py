@@ -31,5 +31,8 @@ def test_a_continued_run_is_one_run_with_segments(stack: Stack, client: httpx.Cl
 
     listed = client.get("/runs", params={"status": "continued", "workflow": "long-refine"})
     assert listed.status_code == 200, listed.text
-    ids = {run["run_id"] for run in listed.json()["runs"]}
-    assert ids == {run_id, f"{run_id}-2"}
+    rows = {run["run_id"]: run for run in listed.json()["runs"]}
+    assert {r: (row["segment"], row["logical_run_id"]) for r, row in rows.items()} == {
+        run_id: (1, run_id),
+        f"{run_id}-2": (2, run_id),
+    }

@@ -89,6 +89,8 @@ def test_a_continued_run_is_one_run_with_its_segments(env: dict[str, str], tmp_p
         assert Decimal(str(again["cost_usd"])) == total
     text = switchyard(env, "runs", "show", run_id).stdout
     assert "3 segments (the run continued as new)" in text
+    listed = switchyard(env, "runs", "list").stdout
+    assert f"(segment 2 of {run_id})" in listed and f"(segment 3 of {run_id})" in listed
 
 
 def test_the_budget_goes_on_across_segments(env: dict[str, str], tmp_path: Path) -> None:

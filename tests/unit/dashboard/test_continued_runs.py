@@ -28,4 +28,9 @@ def test_the_run_page_shows_one_run_with_its_segments(board: DashboardStack) -> 
             assert run["execution_arn"] == segments[-1]["execution_arn"]
             assert run["steps"]["refine"]["status"] == "completed"
         plain = client.get("/api/dashboard/runs", params={"q": run_id}).json()["runs"]
-        assert {r["run_id"] for r in plain} == {run_id, f"{run_id}-2", f"{run_id}-3"}
+        assert {r["run_id"]: r["segment"] for r in plain} == {
+            run_id: 1,
+            f"{run_id}-2": 2,
+            f"{run_id}-3": 3,
+        }
+        assert {r["logical_run_id"] for r in plain} == {run_id}
