@@ -4,6 +4,8 @@ handed on in shorter segments runs to its end."""
 
 from __future__ import annotations
 
+import pytest
+
 from switchyard.compile import compile_workflow
 from switchyard.contract import continued_to
 from switchyard.diagnostics import Code
@@ -61,6 +63,7 @@ def _run(conninfo: str, after: int) -> list[tuple[str, str | None, str | None]]:
     return segments
 
 
+@pytest.mark.slow  # two loops of 1,500 and 3,000 iterations through the engine: about 70 s
 def test_a_segment_past_25000_events_fails_and_shorter_segments_finish(pg_conninfo: str) -> None:
     notes = compile_workflow(_workflow(2999)).notes
     assert [n.code for n in notes if n.code is Code.HISTORY_LIMIT] == [Code.HISTORY_LIMIT]
