@@ -80,6 +80,19 @@ export type TimelineEvent = {
   error: string | null;
 };
 
+export type Segment = {
+  run_id: string;
+  segment: number;
+  continued_from: string | null;
+  status: string;
+  cost_usd: number;
+  input_tokens: number;
+  output_tokens: number;
+  started_at: string;
+  ended_at: string | null;
+  execution_arn: string;
+};
+
 export type RunDetail = RunRow & {
   execution_arn: string;
   parent_run_id: string | null;
@@ -93,6 +106,8 @@ export type RunDetail = RunRow & {
   budgets: Budget[];
   gates: Gate[];
   timeline: { events: TimelineEvent[]; total: number };
+  /** The executions of a run that continued as new, oldest first; null for a single one. */
+  segments: Segment[] | null;
 };
 
 export type WorkflowSummary = {

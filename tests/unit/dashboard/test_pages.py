@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.unit.api.support import unique, wait_for
+from tests.unit.api.support import start, unique, wait_for
 from tests.unit.dashboard.browser import (
     SCREENSHOTS,
     approve,
@@ -237,3 +237,20 @@ def test_a_sub_workflow_step_links_to_its_child_run_and_back(
     expect(root).to_have_attribute("data-run-status", "succeeded")
     root.get_by_role("link", name=run_id).click()
     expect(page.locator("[data-page=run]")).to_have_attribute("data-run-id", run_id)
+
+
+def test_a_run_that_continued_as_new_lists_its_segments(page: Page, board: DashboardStack) -> None:
+    with board.rest() as rest:
+        answer = start(rest, board.stack, "long-refine", {})
+        assert answer.status_code == 201, answer.text
+        run_id = answer.json()["run_id"]
+        wait_for(rest, run_id, {"succeeded"})
+    page.goto(f"/ui/runs/{run_id}-2")
+    root = page.locator("[data-page=run]")
+    expect(root).to_have_attribute("data-run-id", run_id)
+    expect(root).to_have_attribute("data-run-status", "succeeded")
+    segments = page.locator("table.segments tbody tr")
+    expect(segments).to_have_count(3)
+    expect(segments.nth(0)).to_have_attribute("data-status", "continued")
+    expect(segments.nth(2)).to_have_attribute("data-status", "succeeded")
+    expect(segments.nth(1)).to_contain_text(f"{run_id}-2")

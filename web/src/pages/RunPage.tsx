@@ -2,7 +2,7 @@
 // budgets, the open gate with Approve/Reject, the timeline, and the input and output.
 import { Suspense, lazy, useCallback, useState } from "react";
 import { Link, useParams } from "react-router-dom";
-import { decideGate, getJson, type Gate, type RunDetail, type Step } from "../api";
+import { decideGate, getJson, type Gate, type RunDetail, type Segment, type Step } from "../api";
 import { signedInAs } from "../auth";
 import { JsonView } from "../components/JsonView";
 import { LiveDot, Problem, StatusBadge } from "../components/Layout";
@@ -96,6 +96,7 @@ export default function RunPage() {
           {data.error.step && <> at {data.error.step}</>}: {data.error.message}
         </div>
       )}
+      {data.segments && <Segments segments={data.segments} />}
       {data.budgets.length > 0 && <Budgets budgets={data.budgets} />}
       {data.gates.map((gate) => (
         <GatePanel key={gate.id} gate={gate} runId={data.run_id} onDecided={run.reload} />
@@ -313,6 +314,45 @@ function Timeline({ run }: { run: RunDetail }) {
           </li>
         ))}
       </ol>
+    </>
+  );
+}
+
+/** A run that continued as new: one row per execution, oldest first, its share of the cost. */
+function Segments({ segments }: { segments: Segment[] }) {
+  return (
+    <>
+      <h2>Segments</h2>
+      <table className="grid segments">
+        <thead>
+          <tr>
+            <th className="num">Segment</th>
+            <th>Execution</th>
+            <th>Status</th>
+            <th>Started</th>
+            <th className="num">Duration</th>
+            <th className="num">Tokens in / out</th>
+            <th className="num">Cost</th>
+          </tr>
+        </thead>
+        <tbody>
+          {segments.map((seg) => (
+            <tr key={seg.run_id} data-segment={seg.segment} data-status={seg.status}>
+              <td className="num">{seg.segment}</td>
+              <td className="mono">{seg.run_id}</td>
+              <td>
+                <StatusBadge status={seg.status} />
+              </td>
+              <td>{when(seg.started_at)}</td>
+              <td className="num">{duration(seg.started_at, seg.ended_at)}</td>
+              <td className="num">
+                {count(seg.input_tokens)} / {count(seg.output_tokens)}
+              </td>
+              <td className="num">{usd(seg.cost_usd)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
     </>
   );
 }
