@@ -207,14 +207,18 @@ class WorkflowMachine(Construct):
     def _may_continue_as_new(self) -> None:
         """A loop with `continue_as_new` starts the run's next segment on its own machine
         (`$$.StateMachine.Id`); the ARN is built from the fixed name, as a reference to the
-        machine would make the role depend on the machine that depends on it."""
+        machine would make the role depend on the machine that depends on it. An execution started
+        on the `live` alias may see that alias's ARN in `$$.StateMachine.Id`, so the alias is
+        granted beside the machine: no wildcard, only this machine."""
         stack = Stack.of(self)
         own = (
             f"arn:{stack.partition}:states:{stack.region}:{stack.account}"
             f":stateMachine:{self.machine_name}"
         )
         self.role.add_to_policy(
-            iam.PolicyStatement(actions=["states:StartExecution"], resources=[own])
+            iam.PolicyStatement(
+                actions=["states:StartExecution"], resources=[own, f"{own}:{LIVE_ALIAS}"]
+            )
         )
 
     def _may_start_children(

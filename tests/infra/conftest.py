@@ -26,6 +26,7 @@ from tests.scenarios.harness.scenario import Scenario, load_scenario
 FIXTURES = Path(__file__).parent / "fixtures"
 SHOWCASE = FIXTURES / "trigger-showcase.yaml"
 TOOL_SHOWCASE = FIXTURES / "tool-showcase.yaml"
+CONTINUE_SHOWCASE = FIXTURES / "continue-showcase.yaml"
 CASES = sorted((REPO / "tests" / "scenarios" / "cases").glob("*.yaml"))
 CORPUS_CONTEXT = {"switchyard:emailFrom": "Support <support@example.com>"}
 """A corpus workflow (gate-approved-with-edits) sends email without `from`: the stack needs a
@@ -56,16 +57,18 @@ CONFIGURED_CONTEXT: dict[str, Any] = {
 
 
 def _platform_repository(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
-    """The repository's workflows plus one with every kind of trigger."""
+    """The repository's workflows plus one with every kind of trigger and one whose loop
+    continues as new (its machine starts itself)."""
     machines = {
         p.name.removesuffix(".asl.json"): p.read_text()
         for p in (REPO / "statemachines").glob("*.asl.json")
     }
     workflows = {p.name: p.read_text() for p in (REPO / "workflows").glob("*.yaml")}
-    showcase = validate_file(SHOWCASE).workflow
-    assert showcase is not None
-    machines[showcase.name] = compile_workflow(showcase).text
-    workflows[SHOWCASE.name] = SHOWCASE.read_text()
+    for path in (SHOWCASE, CONTINUE_SHOWCASE):
+        showcase = validate_file(path).workflow
+        assert showcase is not None
+        machines[showcase.name] = compile_workflow(showcase).text
+        workflows[path.name] = path.read_text()
     root, _ = make_repository(tmp_path_factory.mktemp(name), machines, workflows)
     return root
 

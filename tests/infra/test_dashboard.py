@@ -262,7 +262,7 @@ def test_dashboard_api_reads_aurora_and_histories_and_outputs_and_answers_gates_
     (history,) = [s for p in policies for s in p if s["Action"] == "states:GetExecutionHistory"]
     executions = {json.dumps(r).rsplit(":execution:", 1)[1] for r in history["Resource"]}
     assert 'Switchyard-customer-support:*"]]}' in executions
-    assert len(executions) == 5
+    assert len(executions) == 6
     bucket_id, _ = one(app, "AWS::S3::Bucket", "StateOutputBucket")
     (reads,) = [s for p in policies for s in p if s["Action"] == "s3:GetObject"]
     assert reads["Resource"] == {"Fn::Join": ["", [{"Fn::GetAtt": [bucket_id, "Arn"]}, "/*"]]}
@@ -273,6 +273,7 @@ def test_dashboard_api_reads_aurora_and_histories_and_outputs_and_answers_gates_
     machines = {json.dumps(r).rsplit(":stateMachine:", 1)[1] for r in states["Resource"]}
     assert machines == {
         'Switchyard-content-moderation"]]}',
+        'Switchyard-continue-showcase"]]}',
         'Switchyard-customer-support"]]}',
         'Switchyard-document-processing"]]}',
         'Switchyard-summarize-document"]]}',

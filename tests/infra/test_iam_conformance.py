@@ -197,6 +197,19 @@ def tasks(states: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
             yield from tasks(branch["States"])
 
 
+OWN_MACHINE = "$$.StateMachine.Id"
+"""A loop that continues as new starts its next segment on the machine running it."""
+
+
+def _own(parameters: dict[str, Any], machine: Machine, arns: Arns) -> dict[str, Any]:
+    """`StateMachineArn.$: $$.StateMachine.Id` resolved: the machine's own ARN, qualified by
+    the `live` alias its runs start on (the context object names what the run was started on)."""
+    if parameters.get("StateMachineArn.$") != OWN_MACHINE:
+        return parameters
+    rest = {k: v for k, v in parameters.items() if k != "StateMachineArn.$"}
+    return {**rest, "StateMachineArn": arns("states", f"stateMachine:{machine.name}:live")}
+
+
 def _static(parameters: dict[str, Any]) -> dict[str, Any]:
     dynamic = [k for k in parameters if k.endswith(".$") and k[:-2] in REQUIRED_FIELDS]
     assert not dynamic, f"a resource chosen at run time ({dynamic}): its grant cannot be checked"
@@ -241,7 +254,9 @@ def machine_needs(machine: Machine, values: AwsValues) -> list[tuple[str, Need]]
             f"{machine.name}.{state}: {integration} is not in the table of required actions; "
             "add it from the Step Functions developer guide"
         )
-        parameters = _static(task.get("Parameters") or task.get("Arguments") or {})
+        parameters = _static(
+            _own(task.get("Parameters") or task.get("Arguments") or {}, machine, arns)
+        )
         found += [(state, need) for need in REQUIRED[integration](parameters, arns)]
     if machine.properties.get("LoggingConfiguration", {}).get("Destinations"):
         found += [("(logging)", (action, "*")) for action in LOG_DELIVERY_ACTIONS]

@@ -268,6 +268,7 @@ def test_one_standard_machine_per_workflow_logging_all_without_data_and_traced(
     machines = machines_by_workflow(platform)
     assert set(machines) == {
         "content-moderation",
+        "continue-showcase",
         "customer-support",
         "document-processing",
         "summarize-document",
@@ -283,7 +284,7 @@ def test_one_standard_machine_per_workflow_logging_all_without_data_and_traced(
 
 def test_each_workflow_is_a_nested_stack_of_its_own(platform: Synthesized) -> None:
     stacks = platform.resources("AWS::CloudFormation::Stack")
-    assert len(stacks) == 5
+    assert len(stacks) == 6
     for name, (stack, _) in machines_by_workflow(platform).items():
         assert stack in stacks
         assert platform.workflow_stack(name) is platform.nested[stack]
@@ -573,7 +574,7 @@ def test_run_submission_is_iam_signed_and_goes_straight_to_step_functions(
         for i in platform.resources("AWS::ApiGatewayV2::Integration").values()
         if i["Properties"].get("IntegrationSubtype") == "StepFunctions-StartExecution"
     ]
-    assert len(integrations) == 5
+    assert len(integrations) == 6
     for integration in integrations:
         assert integration["RequestParameters"]["Name"] == "$request.header.Idempotency-Key"
     Template.from_json(platform.template).has_resource_properties(
@@ -593,7 +594,7 @@ def test_monitoring_has_a_dashboard_and_the_four_kinds_of_alarm(platform: Synthe
     for alarm in alarms.values():
         assert alarm["Properties"]["AlarmActions"]
     filters = platform.resources("AWS::Logs::MetricFilter").values()
-    assert len(filters) == 2 * 5
+    assert len(filters) == 2 * 6
     body = json.dumps(platform.resources("AWS::CloudWatch::Dashboard"))
     for metric in ("ExecutionsStarted", "ExecutionsSucceeded", "InputTokens", "StepCostUSD"):
         assert metric in body
