@@ -1,5 +1,5 @@
-"""`switchyard runs list|show`: the runs in the local database; `runs list --stuck` the stuck
-ones (`switchyard.local.stuck`)."""
+"""`switchyard runs list|show|reset`: the runs in the local database; `runs list --stuck` the
+stuck ones (`switchyard.local.stuck`); `runs reset` in `switchyard.cli.reset_cmd`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from datetime import UTC
 
 import psycopg
 
+from switchyard.cli import reset_cmd
 from switchyard.cli.common import CommandError, money
 from switchyard.cli.exit_codes import ExitCode
 from switchyard.constants import DEFAULT_STUCK_AFTER_SECONDS, STUCK_AFTER_ENV
@@ -21,7 +22,9 @@ STATUSES = ("running", "waiting", "paused", "succeeded", "failed", "cancelled", 
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = commands.add_parser("runs", help="list runs, or show one", description="Inspect runs.")
+    parser = commands.add_parser(
+        "runs", help="list runs, show one, or reset one", description="Inspect runs."
+    )
     sub = parser.add_subparsers(title="subcommands", metavar="SUBCOMMAND", required=True)
     listing = sub.add_parser("list", help="the latest runs")
     listing.add_argument("--status", choices=STATUSES)
@@ -44,6 +47,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     show.add_argument("run_id", metavar="RUN_ID", help="the run id (or the execution ARN)")
     show.add_argument("--json", action="store_true")
     show.set_defaults(handler=run_show)
+    reset_cmd.add_subparser(sub)
 
 
 def run_list(args: argparse.Namespace) -> int:

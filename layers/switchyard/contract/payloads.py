@@ -47,6 +47,19 @@ class EnclosingBudget(Wire):
     max_tokens: int | None = None
 
 
+class ResetFrom(Wire):
+    """Of a run started by a reset (`switchyard runs reset`, docs/operations.md): the run it
+    resets, the step it starts again from, and for each step before that step the run whose
+    idempotency records it replays (the reset run's, or the one that run replayed in turn)."""
+
+    run: str
+    """The run id of the run this one resets."""
+    to: str
+    """The step this run runs afresh, with every step downstream of it."""
+    reuse: dict[str, str] = Field(default_factory=dict)
+    """Step id -> the run id whose idempotency keys the step uses."""
+
+
 class RunContext(Wire):
     """`run` in templates: the run's identity."""
 
@@ -72,6 +85,8 @@ class RunContext(Wire):
     budget ledger, idempotency keys and loop detection see one run."""
     continued_from: str | None = None
     """Of a segment after the first: the execution name of the segment before it."""
+    reset: ResetFrom | None = None
+    """Of a run a reset started (`RESET_KEY`): which steps replay which run's records."""
 
 
 class ParentLink(Wire):
@@ -100,6 +115,9 @@ input name cannot contain a colon)."""
 PRIORITY_KEY = "switchyard:priority"
 """The key of an execution's input that gives the run a priority of its own (`high`, `normal`,
 `low`), over its workflow's: what `switchyard run --priority` and `POST /runs` set."""
+RESET_KEY = "switchyard:reset"
+"""The key of an execution's input that makes the run a reset of another (a `ResetFrom`): what
+`switchyard runs reset` and `POST /runs/{run_id}/reset` set."""
 
 
 class StepContext(Wire):
@@ -139,8 +157,20 @@ class StepInvocation(Wire):
 
     @property
     def idempotency_key(self) -> str:
-        """`run_id:step_id[:index][:iteration]`: never changes across retries or recovery."""
-        key = f"{self.context.run.id}:{self.step_id}"
+        """`run_id:step_id[:index][:iteration]`: never changes across retries or recovery. In a
+        run started by a reset, a step before the reset's step takes the run id of the run it
+        replays, so its side effects' recorded results come back instead of running again."""
+        reset = self.context.run.reset
+        run_id = reset.reuse.get(self.step_id, self.context.run.id) if reset else None
+        return self._key(run_id or self.context.run.id)
+
+    @property
+    def step_key(self) -> str:
+        """`run_id:step_id[:index][:iteration]` of this run always (budgets count its spend)."""
+        return self._key(self.context.run.id)
+
+    def _key(self, run_id: str) -> str:
+        key = f"{run_id}:{self.step_id}"
         scope = self.context.scope or {}
         if "index" in scope:
             key += f":{scope['index']}"

@@ -177,6 +177,9 @@ def run_view(conn: psycopg.Connection[Any], execution_id: int) -> RunView:
     }
     if len(executions) > 1 and logical is not None:
         data["segments"] = [s.as_json() for s in logical.segments]
+    from switchyard.local.reset import reset_fields  # reset acts on runs this module finds
+
+    data.update(reset_fields(conn, str(first["run_id"])))
     return RunView(execution_id, str(run["arn"]), data, gates)
 
 

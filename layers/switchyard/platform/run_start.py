@@ -17,8 +17,10 @@ from switchyard.contract import (
     PARENT_LINK_KEY,
     PRIORITY_KEY,
     Continuation,
+    RESET_KEY,
     EnclosingBudget,
     ParentLink,
+    ResetFrom,
     RunContext,
     RunStartRequest,
     RunStartResult,
@@ -55,6 +57,7 @@ def check_inputs(schemas: dict[str, dict[str, Any]], given: Any) -> dict[str, An
             PARENT_LINK_KEY,
             PRIORITY_KEY,
             CONTINUE_KEY,
+            RESET_KEY,
         ):
             continue
         if name not in schemas:
@@ -121,6 +124,13 @@ def _parent_link(value: Any) -> ParentLink:
         return ParentLink.model_validate(value)
     except ValidationError as exc:
         raise InvalidRunInputError([f"'{PARENT_LINK_KEY}' is not a parent link: {exc}"]) from None
+
+
+def _reset_from(value: Any) -> ResetFrom:
+    try:
+        return ResetFrom.model_validate(value)
+    except ValidationError as exc:
+        raise InvalidRunInputError([f"'{RESET_KEY}' is not a reset: {exc}"]) from None
 
 
 def run_priority(given: dict[str, Any], link: ParentLink | None, workflow: Priority) -> Priority:
@@ -209,6 +219,7 @@ def _new_run(request: RunStartRequest) -> RunStartResult:
         output_limit=link.output_limit if link else None,
         # Left out when normal (most runs), unless that overrides the workflow's own priority.
         priority=None if priority == request.workflow.priority == "normal" else priority,
+        reset=_reset_from(given[RESET_KEY]) if given.get(RESET_KEY) else None,
     )
     return RunStartResult(inputs=inputs, run=run)
 

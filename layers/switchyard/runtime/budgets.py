@@ -57,7 +57,7 @@ class BudgetGuard:
 
     @property
     def owner(self) -> str:
-        return self.invocation.idempotency_key
+        return self.invocation.step_key
 
     @property
     def history_key(self) -> str:
@@ -68,7 +68,7 @@ class BudgetGuard:
         return Scope("run", self.invocation.context.run.id)
 
     def _step_scope(self) -> Scope:
-        return Scope("step", self.invocation.idempotency_key)
+        return Scope("step", self.invocation.step_key)
 
     def check_duration(self) -> None:
         budget = self.invocation.workflow.budget
@@ -104,7 +104,7 @@ class BudgetGuard:
         self.ledger.release_open(self.owner)
         budget = self.invocation.workflow.budget
         max_steps = budget.max_steps if budget is not None else None
-        attempt_id = f"{self.invocation.idempotency_key}:{self.invocation.attempt}"
+        attempt_id = f"{self.invocation.step_key}:{self.invocation.attempt}"
         self.ledger.count_step(self._run_scope(), attempt_id, max_steps)
 
     def _limits(self) -> list[ScopeLimit]:
@@ -213,8 +213,7 @@ class BudgetGuard:
         if self.ledger is None:
             return None
         reservation_id = (
-            f"{self.invocation.idempotency_key}:{self.invocation.attempt}:{turn}:"
-            f"{uuid.uuid4().hex[:8]}"
+            f"{self.invocation.step_key}:{self.invocation.attempt}:{turn}:{uuid.uuid4().hex[:8]}"
         )
         return self.ledger.reserve(
             reservation_id,

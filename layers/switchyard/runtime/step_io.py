@@ -16,6 +16,7 @@ import jsonschema_rs
 from switchyard.contract import (
     LARGE_OUTPUT_BYTES,
     EnclosingBudget,
+    StepContext,
     StepInvocation,
     StepResult,
     Usage,
@@ -89,12 +90,24 @@ def context_for(invocation: StepInvocation, services: StepServices) -> dict[str,
     store = services.output_store
     step = invocation.step
     return template_context(
-        invocation.context,
+        replayed_context(invocation),
         after=list(step.get("after") or []),
         merge=str(step.get("merge") or "by_step"),
         step_input=step.get("input") or None,
         resolver=(lambda value: resolve(value, store)) if store is not None else None,
     )
+
+
+def replayed_context(invocation: StepInvocation) -> StepContext:
+    """The step's context; for a step that replays another run's records (a reset,
+    `ResetFrom.reuse`), with `run.id` that run's, so it renders the arguments it was recorded
+    with and its calls find their results."""
+    reset = invocation.context.run.reset
+    replays = reset.reuse.get(invocation.step_id) if reset is not None else None
+    if replays is None:
+        return invocation.context
+    run = invocation.context.run.model_copy(update={"id": replays})
+    return invocation.context.model_copy(update={"run": run})
 
 
 def check_output(output: Any, schema: dict[str, Any] | None) -> None:

@@ -1,0 +1,112 @@
+"""`switchyard runs reset` on the local engine, with a real tool whose side effect is a line in a
+file: the step before the reset's step replays its recorded result (no new line), the reset's
+step runs afresh on the run's version or on a newer one, a reset of a reset still replays the
+first run's record, and the refusals exit as docs/cli.md says."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli import cli_environment, switchyard
+
+WORKFLOWS = Path(__file__).parent / "workflows" / "reset"
+FINAL = ("succeeded", "failed", "cancelled", "timed_out")
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    with cli_environment(tmp_path_factory.mktemp("home")) as environment:
+        yield environment
+
+
+def shown(env: dict[str, str], run_id: str, timeout: float = 60.0) -> dict[str, Any]:
+    """The run once it has ended, as `runs show --json` prints it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done = switchyard(env, "runs", "show", run_id, "--json")
+        assert done.returncode == 0, done.stderr
+        data: dict[str, Any] = json.loads(done.stdout)
+        if data["status"] in FINAL or time.monotonic() > deadline:
+            return data
+        time.sleep(0.2)
+
+
+def reset(env: dict[str, str], run_id: str, *extra: str) -> dict[str, Any]:
+    done = switchyard(env, "runs", "reset", run_id, "--json", *extra)
+    assert done.returncode == 0, done.stderr
+    answer: dict[str, Any] = json.loads(done.stdout)
+    return answer
+
+
+def lines(ledger: Path) -> list[str]:
+    return ledger.read_text(encoding="utf-8").splitlines()
+
+
+def test_a_reset_replays_the_steps_before_its_step_and_runs_it_afresh(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    ledger = tmp_path / "ledger.txt"
+    given = json.dumps({"ledger": str(ledger)})
+    first = switchyard(env, "run", str(WORKFLOWS / "reset-ledger-v1.yaml"), "--input", given,
+                       "--json")  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    original = json.loads(first.stdout)["run_id"]
+    assert lines(ledger) == [
+        f"charge {original}",
+        f"notify v1 {original} after charge line 1",
+    ]
+
+    again = reset(env, original, "--to", "notify")
+    assert again["reset_from"] == original and again["to"] == "notify"
+    assert (again["reused"], again["fresh"], again["version"]) == (["charge"], ["notify"], 1)
+    run = shown(env, again["run_id"])
+    assert run["status"] == "succeeded", run
+    assert lines(ledger)[2:] == [f"notify v1 {again['run_id']} after charge line 1"]  # no charge
+    assert run["output"]["charged"] == f"charge {original}"  # the recorded result
+
+    # A reset of the reset: charge still replays the first run's record.
+    chained = reset(env, again["run_id"], "--to", "notify")
+    assert shown(env, chained["run_id"])["status"] == "succeeded"
+    assert [line.split()[0] for line in lines(ledger)] == ["charge", "notify", "notify", "notify"]
+
+    # Onto version 2, once it is installed: notify runs as version 2 has it.
+    assert switchyard(env, "engine", "stop").returncode == 0
+    started = switchyard(env, "engine", "start", "--workflows", str(WORKFLOWS))
+    assert started.returncode == 0, started.stderr
+    newer = reset(env, original, "--to", "notify", "--version", "2")
+    assert newer["version"] == 2
+    assert shown(env, newer["run_id"])["status"] == "succeeded"
+    assert lines(ledger)[-1] == f"notify v2 {newer['run_id']} after charge line 1"
+    assert sum(line.startswith("charge") for line in lines(ledger)) == 1
+
+    # The original is as it was, and linked both ways.
+    assert shown(env, original)["status"] == "succeeded"
+    linked = json.loads(switchyard(env, "runs", "show", original, "--json").stdout)
+    assert [r["run_id"] for r in linked["resets"]] == [again["run_id"], newer["run_id"]]
+    assert shown(env, again["run_id"])["reset_from"]["run_id"] == original
+
+
+def test_a_reset_refuses_an_unknown_run_step_or_version(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    given = json.dumps({"ledger": str(tmp_path / "ledger.txt")})
+    first = switchyard(env, "run", str(WORKFLOWS / "reset-ledger-v1.yaml"), "--input", given,
+                       "--json")  # fmt: skip
+    original = json.loads(first.stdout)["run_id"]
+    missing = switchyard(env, "runs", "reset", "no-such-run", "--to", "notify")
+    assert missing.returncode == 1 and "no-such-run" in missing.stderr
+    step = switchyard(env, "runs", "reset", original, "--to", "nope")
+    assert step.returncode == 2
+    assert "'nope' is not a step of this version (its steps: charge, notify)" in step.stderr
+    version = switchyard(env, "runs", "reset", original, "--to", "notify", "--version", "9")
+    assert version.returncode == 2 and "version 9 of reset-ledger is not installed" in (
+        version.stderr
+    )
+    usage = switchyard(env, "runs", "reset", original)
+    assert usage.returncode == 2 and "--to" in usage.stderr
