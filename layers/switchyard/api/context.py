@@ -14,6 +14,7 @@ from switchyard.api.catalog import WorkflowCatalog
 from switchyard.api.scripts import ScriptDirectory
 from switchyard.engine.engine import Engine
 from switchyard.local.engine_client import EngineCommands
+from switchyard.local.reset_sources import EngineResetSource
 from switchyard.local.run_actions import EngineRuns, RunOperations
 
 Health = Callable[[], bool]
@@ -34,7 +35,10 @@ class ApiContext:
 
     def __post_init__(self) -> None:
         self.commands = EngineCommands(self.engine)
-        self.operations = RunOperations(self.pool, self.commands, EngineRuns(self.pool))
+        resets = EngineResetSource(self.pool, lambda: self.commands)
+        self.operations = RunOperations(
+            self.pool, self.commands, EngineRuns(self.pool), resets=resets
+        )
 
     def healthy(self) -> bool:
         if self.health is not None:

@@ -76,7 +76,13 @@ def _problems(model: type[BaseModel], error: ValidationError) -> list[str]:
             continue
         given = item.get("input")
         ctx = item.get("ctx") or {}
-        if "gt" in ctx:
+        if item["type"] == "missing":
+            problems.append(f"'{name}' is required")
+        elif "ge" in ctx:
+            problems.append(f"'{name}' must be at least {ctx['ge']}, not {given!r}")
+        elif "pattern" in ctx:
+            problems.append(f"'{name}' must match {ctx['pattern']}, not {given!r}")
+        elif "gt" in ctx:
             problems.append(f"'{name}' must be a number above {ctx['gt']}, not {given!r}")
         elif "le" in ctx:
             problems.append(f"'{name}' must be at most {ctx['le']}, not {given!r}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 RunStatus = Literal[
     "running", "waiting", "paused", "succeeded", "failed", "cancelled", "timed_out", "continued"
@@ -80,6 +80,25 @@ class ResumeBody(_Request):
 
 class CancelBody(_Request):
     note: HoldableText | None = Field(None, description="The cancellation's cause.")
+
+
+class ResetBody(_Request):
+    to: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")] = Field(
+        description="The step to run afresh; the steps before it replay their recorded results."
+    )
+    version: int | None = Field(
+        None, ge=1, description="The workflow version the new run runs (default: the run's)."
+    )
+    cancel: bool = Field(False, description="Cancel the run first if it has not ended.")
+    note: HoldableText | None = None
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _whole(cls, value: Any) -> Any:
+        """JSON Schema's integers include `2.0`; strict pydantic's do not."""
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value
 
 
 RUN_INPUT_SCHEMA: dict[str, Any] = {
@@ -263,3 +282,16 @@ class Resumed(_Answer):
     budget_raised_scope: str | None
     links: DecisionLinks
     warnings: list[str] | None = None
+
+
+class ResetStarted(_Answer):
+    run_id: str
+    execution_arn: str
+    workflow: str
+    version: int
+    reset_from: str
+    to: str
+    reused: list[str]
+    fresh: list[str]
+    cancelled_original: bool
+    links: DecisionLinks

@@ -8,9 +8,10 @@ commands, or the gates and Step Functions on AWS (`switchyard.local.run_actions.
     POST /runs/{run_id}/steps/{step}/reject     body: {"note"?}
     POST /runs/{run_id}/resume                  body: {"raise_budget_usd"?, "note"?}
     POST /runs/{run_id}/cancel                  body: {"note"?}
+    POST /runs/{run_id}/reset                   body: {"to", "version"?, "cancel"?, "note"?}
 
 The person deciding is the `X-Switchyard-User` header, which approve, reject and resume require
-(cancel too, when `SWITCHYARD_ROLES` defines `operators`). The decisions go through
+(cancel and reset too, when `SWITCHYARD_ROLES` defines `operators`). The decisions go through
 `switchyard.gates.decide`, which checks the person's role. This module and what it imports load
 on Lambda: no engine, no HTTP server.
 """
@@ -38,6 +39,8 @@ from switchyard.api.models import (
     Cancelled,
     Decided,
     RejectBody,
+    ResetBody,
+    ResetStarted,
     ResumeBody,
     Resumed,
 )
@@ -58,6 +61,13 @@ from switchyard.gates import (
     GateForbiddenError,
 )
 from switchyard.local.report import AmbiguousRunError, RunNotFoundError
+from switchyard.local.reset import (
+    ResetRequest,
+    RunNotEndedError,
+    UnknownStepError,
+    UnknownVersionError,
+    reset_run,
+)
 from switchyard.local.run_actions import (
     NoOpenGateError,
     RunEndedError,
@@ -98,6 +108,12 @@ def route_keys() -> tuple[str, ...]:
 
 def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
     return {"requestBody": {"content": {"application/json": {"schema": model.model_json_schema()}}}}
+
+
+def _required_body_schema(model: type[BaseModel]) -> dict[str, Any]:
+    schema = _body_schema(model)
+    schema["requestBody"]["required"] = True
+    return schema
 
 
 def reviewer(user: str) -> str:
@@ -259,6 +275,54 @@ def cancel(
             "links": {"self": run_link(run.run_id)},
         },
     )
+
+
+# --- POST /runs/{run_id}/reset ------------------------------------------------------------------
+
+
+@router.post(
+    "/runs/{run_id}/reset",
+    tags=["runs"],
+    status_code=201,
+    response_model=ResetStarted,
+    responses=errors(400, 401, 403, 404, 409, 413, 415, 503),
+    openapi_extra=_required_body_schema(ResetBody),
+)
+def reset(
+    ops: Operations,
+    request: Request,
+    run_id: RunId,
+    body: Body,
+    user: Annotated[
+        str | None,
+        Header(alias=REVIEWER_HEADER, description="Who resets (required for operators)."),
+    ] = None,
+) -> Response:
+    """Start the run again as a new run from before step `to`: the steps before it replay
+    their recorded results, `to` and the steps after it run afresh (docs/operations.md)."""
+    check_query(request, ())
+    asked = body_model(ResetBody, body)
+    if ops.resets is None:
+        raise NotFoundError("this server does not reset runs", code="not_found")
+    run = locate(ops, run_id)
+    wanted = ResetRequest(
+        asked.to, version=asked.version, cancel=asked.cancel, reviewer=user, note=asked.note
+    )
+    try:
+        done = reset_run(run, wanted, source=ops.resets, pool=ops.pool, callbacks=ops.callbacks)
+    except UnknownStepError as exc:
+        raise NotFoundError(str(exc), code="step_not_found") from None
+    except UnknownVersionError as exc:
+        raise NotFoundError(str(exc), code="workflow_not_found") from None
+    except (RunNotEndedError, RunEndedError) as exc:
+        raise ConflictError(str(exc), code="run_not_ended") from None
+    except GateForbiddenError as exc:
+        raise ForbiddenError(str(exc)) from None
+    answer = {
+        **done.to_json(),
+        "links": {"run": run_link(done.run_id), "reset_from": run_link(run.run_id)},
+    }
+    return json_response(201, answer, {"Location": run_link(done.run_id)})
 
 
 # --- shared -------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from psycopg_pool import ConnectionPool
 from switchyard.api import operators
 from switchyard.api.answers import with_api_errors
 from switchyard.approvals.executions import StepFunctionsRuns
+from switchyard.approvals.resets import StepFunctionsResetSource
 from switchyard.approvals.routes import LinkPathFilter, build_approvals_router
 from switchyard.gates.callbacks import Boto3Callbacks
 from switchyard.local.run_actions import RunOperations
@@ -64,7 +65,8 @@ def deployed_app(
     )
     app.include_router(build_approvals_router(pool, callbacks, ledger=ledger))
     runs = StepFunctionsRuns(pool, stepfunctions)
-    operators.serve(app, RunOperations(pool, callbacks, runs, ledger))
+    resets = StepFunctionsResetSource(stepfunctions)
+    operators.serve(app, RunOperations(pool, callbacks, runs, ledger, resets=resets))
     app.include_router(operators.router, dependencies=[Depends(log_operator)])
     with_api_errors(app)
     logging.getLogger("switchyard.api").addFilter(LinkPathFilter())  # its log names paths

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import psycopg
 from psycopg_pool import ConnectionPool
@@ -34,6 +34,9 @@ from switchyard.local.budget_raise import BudgetRaise, raise_budget, raise_budge
 from switchyard.local.report import AmbiguousRunError, RunNotFoundError, find_run
 from switchyard.stores.budget.ledger import BudgetLedger
 from switchyard.stores.tool_calls import PostgresDecisionStore
+
+if TYPE_CHECKING:
+    from switchyard.local.reset import ResetSource
 
 FINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled", "timed_out"})
 
@@ -101,12 +104,14 @@ class EngineRuns:
 class RunOperations:
     """What the operators' routes act through: the gates' database, the engine's task-token and
     stop calls, where runs are found, and the ledger a resume raises a budget in (None: the local
-    engine's PostgreSQL ledger, through `raise_budget`)."""
+    engine's PostgreSQL ledger, through `raise_budget`), and where resets find runs and
+    versions (`switchyard.local.reset`; None: resets are not served)."""
 
     pool: ConnectionPool
     callbacks: TaskCallbacks
     runs: RunDirectory
     ledger: BudgetLedger | None = None
+    resets: ResetSource | None = None
 
 
 def locate_run(conn: psycopg.Connection[Any], run: str) -> RunRef:

@@ -31,6 +31,7 @@ def test_the_document_is_openapi_3_1_with_a_path_per_installed_workflow(
         "/runs",
         "/runs/{run_id}",
         "/runs/{run_id}/cancel",
+        "/runs/{run_id}/reset",
         "/runs/{run_id}/resume",
         "/runs/{run_id}/steps/{step}/approve",
         "/runs/{run_id}/steps/{step}/reject",
