@@ -8,9 +8,11 @@ signing key and Slack secrets, the people, and what approval_notify needs to sen
   both places serve).
 - approval_api may call `states:SendTaskSuccess|SendTaskFailure` on the workflows' machines only
   (a decision approves, rejects or resumes; nothing sends heartbeats),
-  `states:DescribeExecution|StopExecution` on their executions only, read and raise budgets in
-  the budget table (`dynamodb:GetItem|UpdateItem`), and read the signing key, the Slack secret
-  and the database secret.
+  `states:DescribeExecution|StopExecution|DescribeStateMachineForExecution` on their executions
+  only, `states:DescribeStateMachine|ListStateMachineAliases|DescribeStateMachineAlias|
+  StartExecution` on those machines, their versions and aliases only (a reset), read and raise
+  budgets in the budget table (`dynamodb:GetItem|UpdateItem`), and read the signing key, the
+  Slack secret and the database secret.
 - approval_notify and approval_api send e-mail through SES as the configured sender only.
 
 Context: `switchyard:roles` (the people, `SWITCHYARD_ROLES`'s JSON, or the name of a JSON or
@@ -60,9 +62,22 @@ OPERATOR_ROUTES = ("GET /approvals", *operators.route_keys())
 """IAM-authorized: `GET /approvals` and the REST API's decide, resume and cancel routes."""
 TASK_TOKEN_ACTIONS = ["states:SendTaskSuccess", "states:SendTaskFailure"]
 """What `switchyard.gates.callbacks` calls; no gate has a `HeartbeatSeconds`, so no heartbeat."""
-EXECUTION_ACTIONS = ["states:DescribeExecution", "states:StopExecution"]
+EXECUTION_ACTIONS = [
+    "states:DescribeExecution",
+    "states:StopExecution",
+    "states:DescribeStateMachineForExecution",
+]
 """An operator's cancel: StopExecution, and DescribeExecution to refuse a run that has ended (its
-StopExecution would succeed and change nothing) and to answer the status."""
+StopExecution would succeed and change nothing) and to answer the status; a reset reads the
+run's input and the version it ran (DescribeStateMachineForExecution)."""
+RESET_ACTIONS = [
+    "states:DescribeStateMachine",
+    "states:ListStateMachineAliases",
+    "states:DescribeStateMachineAlias",
+    "states:StartExecution",
+]
+"""An operator's reset (`switchyard.approvals.resets`): find the version to run on the machine,
+its aliases and the versions they route to, and start the new run there."""
 BUDGET_ACTIONS = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
 """A resume's budget raise: the scope's totals, then its new limit (`BudgetLedger.set_limit`)."""
 MAX_LISTED_CHARACTERS = 5000
@@ -252,6 +267,20 @@ class Approvals(Construct):
         self.function.add_to_role_policy(
             iam.PolicyStatement(actions=EXECUTION_ACTIONS, resources=executions)
         )
+        versions = [f"{base}:stateMachine:{n}:*" for n in names]
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=RESET_ACTIONS,
+                resources=[*(f"{base}:stateMachine:{n}" for n in names), *versions],
+            )
+        )
+        for resource in versions:
+            acknowledge_resource(
+                self.function.role or self.function,
+                resource,
+                "the versions and aliases of one of the workflows' machines (a reset runs the "
+                "version an operator names, through the alias that routes to it)",
+            )
         if listed:
             for resource in executions:
                 acknowledge_resource(

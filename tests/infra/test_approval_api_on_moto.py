@@ -244,10 +244,24 @@ def test_the_stack_grants_approval_api_exactly_what_it_needs(corpus: Synthesized
     listed = json.dumps(grant["Resource"])
     assert ":stateMachine:Switchyard-gate-approved" in listed and "*" not in listed
     (executions,) = [s for s in statements if "states:StopExecution" in json.dumps(s["Action"])]
-    assert sorted(executions["Action"]) == ["states:DescribeExecution", "states:StopExecution"]
+    assert sorted(executions["Action"]) == [
+        "states:DescribeExecution",
+        "states:DescribeStateMachineForExecution",
+        "states:StopExecution",
+    ]
     named = [json.dumps(r) for r in executions["Resource"]]
     assert len(named) == len(grant["Resource"])  # each machine's executions, and no other's
     assert all(":execution:Switchyard-" in r and r.endswith(':*"]]}') for r in named), named[0]
+    (resets,) = [s for s in statements if "states:StartExecution" in json.dumps(s["Action"])]
+    assert sorted(resets["Action"]) == [
+        "states:DescribeStateMachine",
+        "states:DescribeStateMachineAlias",
+        "states:ListStateMachineAliases",
+        "states:StartExecution",
+    ]  # an operator's reset: each machine, its versions and aliases, and no other's
+    machines = [json.dumps(r) for r in resets["Resource"]]
+    assert len(machines) == 2 * len(grant["Resource"])
+    assert all(":stateMachine:Switchyard-" in r for r in machines), machines[0]
     (budget,) = [s for s in statements if "dynamodb:" in json.dumps(s["Action"])]
     assert sorted(budget["Action"]) == ["dynamodb:GetItem", "dynamodb:UpdateItem"]
     assert "BudgetTable" in json.dumps(budget["Resource"])

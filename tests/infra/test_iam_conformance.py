@@ -408,6 +408,14 @@ RUN_OPERATIONS = (
     "layers/switchyard/approvals/executions.py",
 )
 """The code of an operator's cancel on AWS: StopExecution and DescribeExecution of a run."""
+RESET_READS = ("layers/switchyard/approvals/resets.py::StepFunctionsResetSource.original",)
+"""The code of an operator's reset on AWS that reads the run's execution (on executions)."""
+RESET_STARTS = (
+    "layers/switchyard/approvals/resets.py::StepFunctionsResetSource.target",
+    "layers/switchyard/approvals/resets.py::StepFunctionsResetSource.start",
+)
+"""The code of an operator's reset that finds the version to run and starts the new run: on the
+workflows' machines, their versions and their aliases."""
 RUN_OPERATORS = {"approval_api"}
 """Functions that serve the operators' routes: they act on the executions of every workflow."""
 BUDGET_RAISERS = {
@@ -571,8 +579,15 @@ def function_needs(
                 assert actions == answers, f"{GATE_ANSWERS} no longer calls {answers - actions}"
                 needs |= {(a, machine) for a in actions for machine in answered}
             if tags["switchyard:function"] in RUN_OPERATORS:
-                actions = code_actions("stepfunctions", RUN_OPERATIONS)
+                actions = code_actions("stepfunctions", RUN_OPERATIONS + RESET_READS)
                 needs |= {(a, execution) for a in actions for execution in executions}
+                actions = code_actions("stepfunctions", RESET_STARTS)
+                needs |= {
+                    (a, arns("states", f"stateMachine:{machine}{qualifier}"))
+                    for a in actions
+                    for machine in workflow_machine_names(synthesized, values)
+                    for qualifier in ("", f":{ANY_NAME}")
+                }
             reads = {RECORDER_FUNCTION: RECORDER_READS, CATCH_UP_FUNCTION: CATCH_UP_READS}
             if tags["switchyard:function"] in reads:
                 actions = code_actions("stepfunctions", reads[tags["switchyard:function"]])
@@ -834,7 +849,11 @@ def test_approval_apis_calls_are_derived_and_its_sender_condition_is_evaluated(
         assert not policies.allows(role, "states:StopExecution", arns("states", other + ANY_NAME))
     machine = arns("states", "stateMachine:Switchyard-tool-showcase")
     assert not policies.allows(role, "states:StopExecution", machine)
-    assert not policies.allows(role, "states:StartExecution", machine)
+    # An operator's reset starts a new run of the same workflows' machines (their aliases too).
+    assert policies.allows(role, "states:StartExecution", machine)
+    assert policies.allows(role, "states:StartExecution", f"{machine}:live")
+    for other in ("stateMachine:Other-tool-showcase", "stateMachine:Switchyard-tool-showcase-2"):
+        assert not policies.allows(role, "states:StartExecution", arns("states", other))
 
 
 def test_the_recorder_reads_the_executions_of_this_stacks_workflows_and_no_others(

@@ -3,8 +3,9 @@ execution's input and the workflow version it ran in Step Functions (`DescribeEx
 machine's Comment, "switchyard workflow NAME version N", in `DescribeStateMachineForExecution`);
 version N as the machine itself when its definition is version N (what the stack deployed last),
 else as one of its aliases (`live`, `v<n>`) that routes to a version of it; and the new run
-started with `StartExecution` on that ARN. approval_api may describe and start executions of the
-stack's machines only."""
+started with `StartExecution` on that ARN. approval_api may describe executions of the stack's
+workflow machines, and describe, list the aliases of and start those machines only
+(infra/constructs/approvals.py)."""
 
 from __future__ import annotations
 
@@ -29,8 +30,7 @@ class StepFunctionsResetSource:
         return OriginalRun(run, workflow, version, given if isinstance(given, dict) else {}, {})
 
     def target(self, original: OriginalRun, version: int) -> VersionTarget | None:
-        described = self._client.describe_execution(executionArn=original.ref.execution_arn)
-        machine_arn = str(described["stateMachineArn"])
+        machine_arn = machine_of(original.ref.execution_arn)
         machine = self._client.describe_state_machine(stateMachineArn=machine_arn)
         definition = str(machine.get("definition") or "")
         if _is_version(definition, original.workflow, version):
@@ -55,6 +55,12 @@ class StepFunctionsResetSource:
             stateMachineArn=target.start_arn, name=name, input=json.dumps(data)
         )
         return str(started["executionArn"])
+
+
+def machine_of(execution_arn: str) -> str:
+    """`arn:…:stateMachine:<machine>` of `arn:…:execution:<machine>:<name>`."""
+    head, _, rest = execution_arn.partition(":execution:")
+    return f"{head}:stateMachine:{rest.rsplit(':', 1)[0]}"
 
 
 def _workflow(definition: str) -> tuple[str, int] | None:
