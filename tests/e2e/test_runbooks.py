@@ -217,6 +217,8 @@ def _workflows(directory: Path) -> None:
         shutil.copy(path, directory / path.name)
     for name in ("loop-detection.yaml", "large-output.yaml"):
         shutil.copy(E2E_WORKFLOWS / name, directory / name)
+    for path in (E2E_WORKFLOWS / "reset").glob("refund-v*.yaml"):
+        shutil.copy(path, directory / path.name)  # a bad version 1 and its fix
     scenario = yaml.safe_load(RATE_LIMIT.read_text())
     (directory / "rate-limit.yaml").write_text(yaml.safe_dump(scenario["workflow"]))
     (scripts / "rate-limit.yaml").write_text(yaml.safe_dump(scenario["script"]))
@@ -540,6 +542,37 @@ def _alarms(bed: Bed) -> Prepared:
     return {}, after
 
 
+def _bad_version(bed: Bed) -> Prepared:
+    ledger = bed.workflows.parent / f"refunds-{uuid.uuid4().hex[:6]}.txt"
+    runs = []
+    with bed.client() as client:
+        for _ in range(2):
+            started = client.post("/workflows/refund/runs?version=1", json={"ledger": str(ledger)})
+            assert started.status_code == 201, started.text
+            runs.append(str(started.json()["run_id"]))
+    for run_id in runs:
+        bed.wait(run_id, FINAL)
+        assert bed.status(run_id) == "failed"  # at notify, after refunding
+
+    def after(bed: Bed, env: dict[str, str], output: str) -> None:
+        assert '"step":"notify"' in output and '"reused":["refund"]' in output
+        resets = {
+            run: bed.query("SELECT run_id FROM run_resets WHERE reset_from = %s", run)
+            for run in runs
+        }
+        assert all(resets.values()), resets  # each run reset once
+        assert bed.query("SELECT count(*) FROM run_resets WHERE reset_from = ANY(%s)", runs) == 2
+        for new in resets.values():
+            bed.wait(new, FINAL)
+            assert bed.status(new) == "succeeded"
+        lines = sorted(ledger.read_text().splitlines())
+        assert lines == sorted(
+            [*(f"refund {run}" for run in runs), *(f"told {new}" for new in resets.values())]
+        )  # refunded once each, told once each by the fixed version
+
+    return {"RUN_ID": runs[0]}, after
+
+
 PREPARE: dict[str, Callable[[Bed], Prepared]] = {
     "the-alarms": _alarms,
     "stuck-runs": _stuck_runs,
@@ -552,6 +585,7 @@ PREPARE: dict[str, Callable[[Bed], Prepared]] = {
     "large-artifacts": _large_artifacts,
     "provider-throttling": _provider_throttling,
     "queue-backlog": _queue_backlog,
+    "bad-version-reset-in-flight-runs": _bad_version,
 }
 
 
