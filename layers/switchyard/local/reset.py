@@ -31,12 +31,22 @@ from psycopg_pool import ConnectionPool
 from pydantic import ValidationError
 
 from switchyard.constants import OPERATORS_ROLE
-from switchyard.contract import PARENT_LINK_KEY, RESET_KEY, ResetFrom
+from switchyard.contract import CONTINUE_KEY, PARENT_LINK_KEY, RESET_KEY, ResetFrom
 from switchyard.gates import GateForbiddenError, Roles, TaskCallbacks
 from switchyard.local.run_actions import FINAL_STATUSES, RunRef, cancel_run
 
-_PARENT_KEYS = ("AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID", PARENT_LINK_KEY)
-"""Input keys that made a run a sub-workflow's child: a reset of it is a run of its own."""
+_DROPPED_KEYS = (
+    "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID",
+    PARENT_LINK_KEY,
+    CONTINUE_KEY,
+    RESET_KEY,
+)
+"""Input keys a reset does not pass on: a sub-workflow's parent link (a reset child is a run of
+its own), a continued segment's hand-over (the reset starts at the first segment), an earlier
+reset (this one says what replays)."""
+MAX_RUN_ID = 72
+"""The longest new run id: a run of a workflow that continues as new names its segments
+`<run id>-<segment>` within Step Functions' 80 characters (`run_start.MAX_CONTINUABLE_RUN_ID`)."""
 KEPT_OPTIONS = ("llm_script",)
 _RESCUED = ":rescued"
 """Start options of the original that the new run keeps: its stored model script."""
@@ -213,8 +223,8 @@ def plan_reset(
 
 
 def reset_input(original: OriginalRun, plan: ResetPlan) -> dict[str, Any]:
-    """The original's input, without a parent's link or an earlier reset, with this reset."""
-    kept = {k: v for k, v in original.input.items() if k not in _PARENT_KEYS and k != RESET_KEY}
+    """The original's input, without what `_DROPPED_KEYS` names, with this reset."""
+    kept = {k: v for k, v in original.input.items() if k not in _DROPPED_KEYS}
     link = ResetFrom(run=original.ref.run_id, to=plan.to, reuse=plan.reuse)
     return {**kept, RESET_KEY: link.model_dump(mode="json")}
 
@@ -230,9 +240,9 @@ def previous_reset(original: OriginalRun) -> ResetFrom | None:
 
 
 def new_run_id(original: str) -> str:
-    """`<original>-reset-<time>-<random>`, cut to the 80 characters of an execution name."""
+    """`<original>-reset-<time>-<random>`, the original's id cut to fit `MAX_RUN_ID`."""
     suffix = f"-reset-{datetime.now(UTC):%H%M%S}-{secrets.token_hex(3)}"
-    return original[: 80 - len(suffix)] + suffix
+    return original[: MAX_RUN_ID - len(suffix)] + suffix
 
 
 # --- the reset -----------------------------------------------------------------------------------
@@ -247,7 +257,8 @@ def reset_run(
     callbacks: TaskCallbacks | None = None,
     roles: Roles | None = None,
 ) -> ResetDone:
-    """Start `run` again from before `request.to` (see the module doc). Refused (a
+    """Start `run` again from before `request.to` (see the module doc); a run that continued as
+    new starts again from its first segment's input, under its id. Refused (a
     `ResetError`) when the step or version is unknown, or the run has not ended and
     `request.cancel` is not set; when SWITCHYARD_ROLES defines `operators`, only they may reset
     (GateForbiddenError)."""
@@ -260,10 +271,11 @@ def reset_run(
             f"version {version} of {original.workflow} is not installed; install it first"
             f" (run {run.run_id} ran version {original.version})"
         )
+    first = original.ref  # of a run that continued as new: its first segment
     plan = plan_reset(
         target.definition,
         request.to,
-        original_run=run.run_id,
+        original_run=first.run_id,
         previous=previous_reset(original),
     )
     cancelled = False
@@ -276,14 +288,14 @@ def reset_run(
         note = request.note or f"cancelled to reset it to {request.to}"
         cancel_run(run, pool=pool, callbacks=callbacks, note=note, reviewer=request.reviewer)
         cancelled = True
-    name = new_run_id(run.run_id)
+    name = new_run_id(first.run_id)
     options = {k: v for k, v in original.options.items() if k in KEPT_OPTIONS}
     arn = source.start(target, name, reset_input(original, plan), options)
     done = ResetDone(
         run_id=name,
         execution_arn=arn,
-        reset_from=run.run_id,
-        reset_from_arn=run.execution_arn,
+        reset_from=first.run_id,
+        reset_from_arn=first.execution_arn,
         to=plan.to,
         workflow=original.workflow,
         version=target.version,

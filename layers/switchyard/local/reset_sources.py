@@ -1,5 +1,6 @@
 """Where a reset on the local engine finds what it needs (`switchyard.local.reset.ResetSource`):
-the original run's input and start options in the engine's executions, its workflow and version
+the original run's input and start options in the engine's executions (of a run that continued
+as new, its first segment's), its workflow and version
 in its run record, version N as the alias `<machine>:v<N>` that installing version N made, and
 the engine that starts the new run (asked for only once the reset is sure to be made, so a
 refused reset starts no engine)."""
@@ -14,6 +15,7 @@ from psycopg_pool import ConnectionPool
 from switchyard.engine.store import EngineStore
 from switchyard.local.reset import OriginalRun, VersionTarget
 from switchyard.local.run_actions import RunRef
+from switchyard.records.segments import logical_run
 
 
 class Starter(Protocol):
@@ -29,6 +31,12 @@ class EngineResetSource:
 
     def original(self, run: RunRef) -> OriginalRun:
         with self._pool.connection() as conn:
+            logical = logical_run(conn, run.run_id)
+            if logical is not None and len(logical.segments) > 1:
+                first = logical.segments[0]
+                run = RunRef(
+                    first.execution_id, first.execution_arn, first.run_id, run.workflow, run.status
+                )
             row = EngineStore(conn).execution_row(execution_id=run.execution_id)
             version = conn.execute(
                 "SELECT workflow_version FROM workflow_runs WHERE execution_id = %s",
