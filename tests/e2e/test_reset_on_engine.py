@@ -1,7 +1,8 @@
 """`switchyard runs reset` on the local engine, with a real tool whose side effect is a line in a
 file: the step before the reset's step replays its recorded result (no new line), the reset's
 step runs afresh on the run's version or on a newer one, a reset of a reset still replays the
-first run's record, and the refusals exit as docs/cli.md says."""
+first run's record, the refusals exit as docs/cli.md says, and a run waiting at a gate is reset
+only with --cancel."""
 
 from __future__ import annotations
 
@@ -110,3 +111,17 @@ def test_a_reset_refuses_an_unknown_run_step_or_version(
     )
     usage = switchyard(env, "runs", "reset", original)
     assert usage.returncode == 2 and "--to" in usage.stderr
+
+
+def test_a_run_waiting_at_a_gate_is_reset_only_with_cancel(env: dict[str, str]) -> None:
+    gated = Path(__file__).parents[1] / "fixtures" / "operations" / "gated.yaml"
+    started = switchyard(env, "run", str(gated), "--detach", "--json")
+    assert started.returncode == 3, started.stderr  # waiting for a person
+    run_id = json.loads(started.stdout)["run_id"]
+    refused = switchyard(env, "runs", "reset", run_id, "--to", "approve")
+    assert refused.returncode == 1
+    assert f"run {run_id} has not ended (it is waiting); cancel it first" in refused.stderr
+    again = reset(env, run_id, "--to", "approve", "--cancel")
+    assert again["cancelled_original"] is True and again["fresh"] == ["approve"]
+    assert shown(env, run_id)["status"] == "cancelled"
+    switchyard(env, "cancel", again["run_id"])  # the new run waits at the gate in its turn
