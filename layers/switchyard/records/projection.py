@@ -7,7 +7,8 @@ Two callers feed it the same facts about an execution, in the order they happene
   Functions.
 
 The facts: a run started; a Task was scheduled; a step function (or a gate's task token) returned;
-a result was written into the state (`$.steps.<id>` records, a block's shared tail writing `$`);
+a result was written into the state (`$.steps.<id>` records, the whole `$.steps`, a block's
+shared tail writing `$`);
 the run ended, or was redriven. Each method says what it writes. Times default to the
 transaction's (`now()`, the engine commits as it goes); the AWS recorder passes each event's own
 time, so that a run recorded after the fact keeps its timing.
@@ -230,6 +231,20 @@ UPDATE task_runs SET status = 'failed', error = %s::jsonb, ended_at = COALESCE(%
        updated_at = now(), version = version + 1
  WHERE execution_id = %s AND status IN ('running', 'waiting')
 """
+RECORDS_SQL = """
+INSERT INTO task_runs (execution_id, step_id, item, status, output, error, attempts, ended_at)
+SELECT %(id)s, r.step_id, '', r.status, r.output, r.error, COALESCE(r.attempts, 0),
+       COALESCE(%(at)s, now())
+  FROM jsonb_to_recordset(%(records)s::jsonb)
+       AS r(step_id text, status text, output jsonb, error jsonb, attempts int)
+ON CONFLICT (execution_id, step_id, item) DO UPDATE SET status = EXCLUDED.status,
+       output = EXCLUDED.output, error = EXCLUDED.error,
+       attempts = GREATEST(task_runs.attempts, EXCLUDED.attempts), ended_at = EXCLUDED.ended_at,
+       updated_at = now(), version = task_runs.version + 1
+ WHERE (task_runs.status, task_runs.output, task_runs.error)
+       IS DISTINCT FROM (EXCLUDED.status, EXCLUDED.output, EXCLUDED.error)
+"""
+"""The records of a write at `$.steps`, in one statement: those the rows do not show yet."""
 OPEN_GATES_SQL = """
 UPDATE gates SET status = 'closed', decided_at = now(), note = %s
  WHERE execution_arn = %s AND status = 'open'
@@ -405,8 +420,26 @@ class RunRecords:
         match = _STEP_RECORD.match(path)
         if match and isinstance(value, dict) and value.get("status") not in (None, "running"):
             self._record(run, match.group(1), value, at=at)
+        elif path == "$.steps" and isinstance(value, dict):
+            self._records(run, value, at=at)
         elif path == "$":
             self._tail_record(run, value, at=at)
+
+    def _records(self, run: RunRef, steps: dict[str, Any], *, at: datetime | None) -> None:
+        """A write of the whole `$.steps`: a Parallel's gathered records, or a route Pass that
+        records its router's choice and, as skipped, the steps that choice leaves with no live
+        dependency. Each record the rows do not show yet is recorded; the others (a Parallel
+        hands back every record its branches already wrote) are left as they are."""
+        rows = [
+            {"step_id": step_id, "status": str(record["status"]), "output": record.get("output"),
+             "error": _error(record.get("error")), "attempts": int(record.get("attempts") or 0)}
+            for step_id, record in steps.items()
+            if isinstance(record, dict) and record.get("status") not in (None, "running")
+        ]  # fmt: skip
+        if rows:
+            self._conn.execute(
+                RECORDS_SQL, {"id": run.execution_id, "records": json_text(rows), "at": at}
+            )
 
     def _tail_record(self, run: RunRef, value: Any, *, at: datetime | None) -> None:
         state = value.get("Payload") if isinstance(value, dict) else None
@@ -421,11 +454,15 @@ class RunRecords:
     def _record(
         self, run: RunRef, step_id: str, record: dict[str, Any], *, at: datetime | None
     ) -> None:
-        error = record.get("error")
-        if isinstance(error, dict) and "type" in error:
-            error = {**error, "type": error_type_of(str(error["type"]))}
         self._conn.execute(
             RECORD_SQL,
             (run.execution_id, step_id, str(record.get("status")), _json(record.get("output")),
-             _json(error), int(record.get("attempts") or 0), at),
+             _json(_error(record.get("error"))), int(record.get("attempts") or 0), at),
         )  # fmt: skip
+
+
+def _error(error: Any) -> Any:
+    """A record's error as the rows keep it: its type one of the workflow error types."""
+    if isinstance(error, dict) and "type" in error:
+        return {**error, "type": error_type_of(str(error["type"]))}
+    return error

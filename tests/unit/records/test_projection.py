@@ -1,0 +1,92 @@
+"""What the run records take from a write at `$.steps`: a route Pass records its router's
+choice and, as skipped, the steps that choice leaves with no live dependency, all at once; a
+Parallel hands back records its branches already wrote, which stay as they were."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import pytest
+
+from switchyard.records import RunRecords, RunRef, RunStart
+from tests.pg import pg_conninfo  # noqa: F401  (a pytest fixture)
+
+ARN = "arn:aws:states:us-east-1:1:execution:m:r"
+EARLY = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+LATE = datetime(2026, 12, 1, 10, 5, tzinfo=UTC)
+SKIPPED = {"status": "skipped", "output": None}
+
+
+@dataclass(frozen=True)
+class Run:
+    conn: psycopg.Connection[Any]
+    ref: RunRef
+
+    def rows(self) -> dict[str, tuple[Any, ...]]:
+        rows = self.conn.execute(
+            "SELECT step_id, status, output, error, ended_at FROM task_runs"
+            " WHERE execution_id = %s",
+            (self.ref.execution_id,),
+        ).fetchall()
+        return {row[0]: tuple(row[1:]) for row in rows}
+
+
+@pytest.fixture
+def run(pg_conninfo: str) -> Iterator[Run]:  # noqa: F811
+    with psycopg.connect(pg_conninfo) as connection:
+        connection.execute("INSERT INTO sfn_definitions VALUES ('h', '{}') ON CONFLICT DO NOTHING")
+        (execution_id,) = connection.execute(
+            "INSERT INTO sfn_executions (arn, machine_arn, definition_hash, name, status,"
+            " started_at) VALUES (%s, 'm', 'h', 'r', 'RUNNING', now()) RETURNING id",
+            (ARN,),
+        ).fetchone() or (0,)
+        run = RunRef(execution_id, ARN)
+        RunRecords(connection).started(
+            run, RunStart("r", "content-moderation", 1, {}, started_at=EARLY)
+        )
+        yield Run(connection, run)
+        connection.rollback()
+
+
+def test_a_route_pass_records_its_router_and_every_step_it_skips(
+    run: Run,
+) -> None:
+    records = RunRecords(run.conn)
+    score = {"status": "completed", "output": {"toxicity": 0.9}, "attempts": 1}
+    records.written(run.ref, "$.steps.score", score, at=EARLY)
+    route = {"status": "completed", "output": {"route": "block", "reason": "toxic"}}
+    steps = {"score": score, "triage": route, "borderline": SKIPPED, "publish": SKIPPED}
+    records.written(run.ref, "$.steps", steps, at=LATE)
+    rows = run.rows()
+    assert rows["triage"][:2] == ("completed", {"route": "block", "reason": "toxic"})
+    assert rows["borderline"] == ("skipped", None, None, LATE)
+    assert rows["publish"] == ("skipped", None, None, LATE)
+    assert rows["score"][3] == EARLY  # already recorded as it is: left alone
+
+
+def test_records_a_parallel_hands_back_are_left_as_its_branches_wrote_them(
+    run: Run,
+) -> None:
+    records = RunRecords(run.conn)
+    failed = {"status": "failed", "output": None, "error": {"type": "States.Timeout"}}
+    records.written(run.ref, "$.steps.a", failed, at=EARLY)
+    records.written(run.ref, "$.steps.b", SKIPPED, at=EARLY)
+    running = {"status": "running", "retries": 0}
+    records.written(run.ref, "$.steps", {"a": failed, "b": SKIPPED, "c": running}, at=LATE)
+    rows = run.rows()
+    assert rows["a"] == ("failed", None, {"type": "timeout"}, EARLY)
+    assert rows["b"] == ("skipped", None, None, EARLY)
+    assert "c" not in rows  # a record still running is not one yet
+
+
+def test_a_record_that_changed_is_recorded_again(run: Run) -> None:
+    """The same run taking another route (a run reset to before its router) records it."""
+    records = RunRecords(run.conn)
+    first = {"status": "completed", "output": {"route": "a"}}
+    records.written(run.ref, "$.steps", {"r": first}, at=EARLY)
+    records.written(run.ref, "$.steps", {"r": {**first, "output": {"route": "b"}}}, at=LATE)
+    assert run.rows()["r"] == ("completed", {"route": "b"}, None, LATE)
