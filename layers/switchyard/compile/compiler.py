@@ -25,7 +25,7 @@ from switchyard.compile.steps.gate import human_gate
 from switchyard.compile.steps.gating import guarded
 from switchyard.compile.steps.loop_step import loop_step
 from switchyard.compile.steps.map_step import map_step
-from switchyard.compile.steps.router import rule_or_score_router
+from switchyard.compile.steps.router import Skipping, rule_or_score_router
 from switchyard.compile.steps.sub_workflow import sub_workflow
 from switchyard.compile.steps.task import can_need_human, lambda_step
 from switchyard.compile.steps.unit import LAMBDA_INVOKE, LAMBDA_SERVICE_RETRY, Unit, function
@@ -188,13 +188,62 @@ class _Compiler:
             return self._step(node.step, block)
         if isinstance(node, Seq):
             fragments = []
-            for item in node.items:
-                fragments.append(self._emit(item, block, recorded))
+            ahead: frozenset[str] = frozenset()  # steps a route Pass may have skipped already
+            for index, item in enumerate(node.items):
+                ahead -= frozenset(steps_of(item))
+                skipping = None
+                if isinstance(item, Leaf) and recorded is not None and not ahead:
+                    skipping = self._skipping(item.step, node.items[index + 1 :], recorded)
+                if isinstance(item, Leaf) and skipping is not None:
+                    fragments.append(self._step(item.step, block, skipping=skipping))
+                    ahead = frozenset().union(*skipping.skipped.values())
+                else:
+                    fragments.append(self._emit(item, block, recorded))
                 recorded = self._recorded_after(item, recorded)
             joined = chain(*fragments)
             assert joined is not None
             return joined
         return self._parallel(node, block, recorded)
+
+    def _skipping(
+        self, step_id: str, later: tuple[Node, ...], recorded: frozenset[str]
+    ) -> Skipping | None:
+        """For a rule or score router: per route, the steps further on in its sequence (before
+        any Parallel, whose gathered records would not name them) that the route leaves with
+        no live dependency, so that its route Pass records them as skipped and control goes
+        around them. A step every route skips keeps its own skip (its states must stay
+        reachable). None when there is nothing to skip, or when the route Pass could not name
+        every record already in the state (`recorded` is all there is only if no route Pass
+        before wrote records of steps still ahead: the caller checks that)."""
+        steps = self.workflow.steps
+        router = steps[step_id]
+        if not isinstance(router, RuleRouter | ScoreRouter):
+            return None
+        leaves: list[str] = []
+        for item in later:
+            if not isinstance(item, Leaf):
+                break
+            leaves.append(item.step)
+        if isinstance(router, RuleRouter):
+            targets: list[str | None] = [r.to for r in router.routes]
+        else:
+            targets = [t.to for t in router.thresholds]
+        targets.append(router.default)
+        skipped: dict[str | None, tuple[str, ...]] = {}
+        for target in dict.fromkeys(targets):
+            found: list[str] = []  # dead: every dependency is the router elsewhere, or dead
+            for leaf in leaves:
+                deps = steps[leaf].after
+                if deps and all((d == step_id and leaf != target) or d in found for d in deps):
+                    found.append(leaf)
+            skipped[target] = tuple(found)
+        everywhere = set.intersection(*(set(found) for found in skipped.values()))
+        skipped = {
+            t: tuple(s for s in found if s not in everywhere) for t, found in skipped.items()
+        }
+        if not any(skipped.values()) or len(recorded) + 1 + len(leaves) > MAX_GATHERED_RECORDS:
+            return None
+        return Skipping(recorded, skipped)
 
     def _recorded_after(self, node: Node, recorded: frozenset[str] | None) -> frozenset[str] | None:
         """The steps whose records the state surely holds after `node`: each of its steps
@@ -344,7 +393,14 @@ class _Compiler:
         own = 0 if isinstance(step, RuleRouter | ScoreRouter) else 1
         return own + (self._failing_step(step.fallback) if step.fallback else 0)
 
-    def _step(self, step_id: str, block: Block, extra: set[str] | None = None) -> Fragment:
+    def _step(
+        self,
+        step_id: str,
+        block: Block,
+        extra: set[str] | None = None,
+        *,
+        skipping: Skipping | None = None,
+    ) -> Fragment:
         workflow = self.workflow
         step = workflow.steps[step_id]
         unit = Unit(workflow, step_id, block)
@@ -361,7 +417,7 @@ class _Compiler:
         if isinstance(step, AgentStep | ToolStep | LlmRouter):
             body = lambda_step(unit, step, on_error=on_error, fallback=fallback)
         elif isinstance(step, RuleRouter | ScoreRouter):
-            body = rule_or_score_router(unit, step)
+            body = rule_or_score_router(unit, step, skipping)
         elif isinstance(step, HumanGateStep):
             body = human_gate(unit, step, on_error=on_error, fallback=fallback)
         elif isinstance(step, SubWorkflowStep):

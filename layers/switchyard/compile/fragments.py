@@ -8,7 +8,6 @@ entry of the next; at the end of a Parallel branch the exits become `End`.
 from __future__ import annotations
 
 import hashlib
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -65,6 +64,9 @@ class Exit:
     status: Status | None = None
     """What control leaving here knows for sure: `step`'s record says `status` (a step's Task,
     gate tier or last state when it completed; its skip Pass)."""
+    skipped_ahead: frozenset[str] = frozenset()
+    """Steps further on in the same sequence whose records already say `skipped` (a route Pass
+    wrote them): control goes around their states."""
 
     def wire(self, target: str) -> None:
         if self.rule is not None:
@@ -89,6 +91,8 @@ class Fragment:
     """The rule or score router whose route exits `exits` are."""
     chosen_by: Choosing | None = None
     """The fragment's check, which what an exit knows may decide before it."""
+    step: str | None = None
+    """The one DAG step the fragment is, which an exit may go around (`Exit.skipped_ahead`)."""
 
 
 @dataclass
@@ -106,7 +110,7 @@ class Choosing:
     skip: str
     check: str
     block: Block
-    decide: Callable[[str, Status], Decision | None] = lambda step, status: None
+    decide: Callable[[Exit], Decision | None] = lambda exit_: None
     removable: bool = False
     """The check may be dropped when no exit needs it (its step's Task names its `after`)."""
 
@@ -166,28 +170,56 @@ class Block:
 
 
 def chain(*fragments: Fragment | None) -> Fragment | None:
-    """Fragments one after another."""
+    """Fragments one after another. An exit goes to the next fragment, or past those whose
+    step it knows to be recorded as skipped already (`Exit.skipped_ahead`), and around that
+    one's check where it knows the answer (`Choosing`). What every way into a fragment knows
+    to be skipped ahead, its exits know too."""
     present = [f for f in fragments if f is not None]
     if not present:
         return None
-    for current, following in itertools.pairwise(present):
-        guard = following.chosen_by
-        if guard is None:
+    incoming: list[list[tuple[Fragment, Exit]]] = [[] for _ in present]
+    leaving: list[Exit] = []
+    for index, current in enumerate(present):
+        if index:
+            known = _enter(current, incoming[index])
             for exit_ in current.exits:
-                exit_.wire(following.start)
-            continue
-        targets = [_around(guard, current, exit_) for exit_ in current.exits]
-        if following.start not in targets and not guard.removable:
-            targets = [following.start] * len(targets)  # the check must stay reachable
-        for exit_, target in zip(current.exits, targets, strict=True):
-            exit_.wire(target)
-        if following.start not in targets:
-            del guard.block.states[guard.check]
-            if guard.skip not in targets:  # nothing skips the step any more
-                del guard.block.states[guard.skip]
-                skipped = (guard.step, "skipped")
-                following.exits[:] = [e for e in following.exits if (e.step, e.status) != skipped]
-    return Fragment(present[0].start, present[-1].exits)
+                exit_.skipped_ahead |= known
+        for exit_ in current.exits:
+            target = index + 1
+            while target < len(present) and present[target].step in exit_.skipped_ahead:
+                target += 1
+            if target < len(present):
+                incoming[target].append((current, exit_))
+            else:
+                leaving.append(exit_)
+    return Fragment(present[0].start, leaving)
+
+
+def _enter(following: Fragment, ways_in: list[tuple[Fragment, Exit]]) -> frozenset[str]:
+    """Wire the ways into `following`; returns the steps every one of them knows to be skipped
+    ahead."""
+    known = (
+        frozenset.intersection(*(exit_.skipped_ahead for _, exit_ in ways_in))
+        if ways_in
+        else frozenset()
+    )
+    guard = following.chosen_by
+    if guard is None:
+        for _, exit_ in ways_in:
+            exit_.wire(following.start)
+        return known
+    targets = [_around(guard, current, exit_) for current, exit_ in ways_in]
+    if following.start not in targets and not guard.removable:
+        targets = [following.start] * len(targets)  # the check must stay reachable
+    for (_, exit_), target in zip(ways_in, targets, strict=True):
+        exit_.wire(target)
+    if following.start not in targets:
+        del guard.block.states[guard.check]
+        if guard.skip not in targets:  # nothing skips the step any more
+            del guard.block.states[guard.skip]
+            skipped = (guard.step, "skipped")
+            following.exits[:] = [e for e in following.exits if (e.step, e.status) != skipped]
+    return known
 
 
 def _around(guard: Choosing, current: Fragment, exit_: Exit) -> str:
@@ -196,7 +228,7 @@ def _around(guard: Choosing, current: Fragment, exit_: Exit) -> str:
     if exit_.routed and guard.router is not None and current.router == guard.router:
         return guard.run if exit_.route == guard.step else guard.skip
     if exit_.step is not None and exit_.status is not None:
-        decision = guard.decide(exit_.step, exit_.status)
+        decision = guard.decide(exit_)
         if decision is not None:
             return guard.run if decision == "run" else guard.skip
     return guard.check

@@ -51,20 +51,32 @@ def test_branches_on_one_router_become_one_sequence_in_one_block() -> None:
     states = definition["States"]
     # The three steps share the machine's one tail; no branch has a tail of its own.
     assert sum(1 for name in states if name.startswith("on error")) == 1
-    assert states["review"]["Next"] == "publish:check"  # one branch after the other
+    # One branch after the other: `review` then comes before `publish`, which the route to
+    # `fix` has already recorded as skipped, so `review` goes around it.
+    assert states["review"]["Next"] == "outputs"
 
 
-def test_the_routes_decide_the_step_right_after_the_router_without_a_check() -> None:
-    """`fix` waits on `triage` alone and follows it: each route Pass goes straight to `fix` or
-    to `fix:skip`. So does `review` after `fix`: it runs when `fix` completed and is skipped
-    when `fix` was. `publish`, further on, is reached from both and keeps its check."""
+def test_the_routes_decide_the_steps_after_the_router_without_a_check() -> None:
+    """Each route Pass records the router's choice and, as skipped, the steps it leaves with
+    no live dependency (`fix` and `review` after it; `publish`), and goes straight to the step
+    it chose: no step has a check or a skip Pass left."""
     states = _compile(ROUTED)["States"]
-    assert "fix:check" not in states and "review:check" not in states
-    assert states["triage:route to fix"]["Next"] == "fix"
-    assert states["triage:default route"]["Next"] == "fix:skip"
+    assert not [name for name in states if name.endswith((":check", ":skip"))]
+    to_fix = states["triage:route to fix, skip publish"]
+    assert to_fix["Next"] == "fix"
+    assert to_fix["ResultPath"] == "$.steps"
+    assert to_fix["Parameters"] == {
+        "score.$": "$.steps.score",  # every record already there, by name
+        "triage": {
+            "status": "completed",
+            "output": {"route": "fix", "reason": 'rule 1: steps.score.output.text == "x"'},
+        },
+        "publish": {"status": "skipped", "output": None},
+    }
+    assert "'publish' is skipped" in to_fix["Comment"]
+    assert states["triage:default route, skip fix, review"]["Next"] == "publish"
     assert states["fix"]["Next"] == "review"
-    assert states["fix:skip"]["Next"] == "review:skip"
-    assert "publish:check" in states
+    assert states["review"]["Next"] == states["publish"]["Next"] == "outputs"
 
 
 def test_a_loop_right_after_its_router_keeps_its_check() -> None:
@@ -74,7 +86,7 @@ def test_a_loop_right_after_its_router_keeps_its_check() -> None:
         "fix: {type: loop, after: [triage], max_iterations: 2, step: {type: agent, prompt: p}}",
     )
     states = _compile(looped)["States"]
-    assert states["triage:route to fix"]["Next"] == "fix:check"
+    assert states["triage:route to fix, skip publish"]["Next"] == "fix:check"
 
 
 def test_a_branch_that_runs_whatever_the_router_chose_stays_side_by_side() -> None:

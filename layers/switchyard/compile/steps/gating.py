@@ -11,7 +11,7 @@ from graphlib import TopologicalSorter
 from typing import Any
 
 from switchyard.compile.choice import choice_rule, negate
-from switchyard.compile.fragments import Choosing, Decision, Exit, Fragment, State, Status
+from switchyard.compile.fragments import Choosing, Decision, Exit, Fragment, State
 from switchyard.compile.steps.unit import Unit
 from switchyard.conditions import parse_condition
 from switchyard.model import (
@@ -116,6 +116,7 @@ def guarded(unit: Unit, body: Fragment) -> Fragment:
     """`body`, preceded by a check that skips the step when it must not run."""
     rule = skip_rule(unit)
     if rule is None:
+        body.step = unit.step_id
         return body
     skip: State = {
         "Type": "Pass",
@@ -140,23 +141,27 @@ def guarded(unit: Unit, body: Fragment) -> Fragment:
         skip_name,
         check_name,
         unit.block,
-        decide=lambda dep, status: _decided(unit, dep, status),
+        decide=lambda exit_: _decided(unit, exit_),
         removable=_names_its_after(unit),
     )
-    return Fragment(check_name, [skipped, *body.exits], chosen_by=chosen_by)
+    return Fragment(check_name, [skipped, *body.exits], chosen_by=chosen_by, step=unit.step_id)
 
 
-def _decided(unit: Unit, dep: str, status: Status) -> Decision | None:
-    """Whether the step runs, known from one dependency's record alone: a dependency that
-    completed is alive (a router's only for its route, which the record must say), so a step
-    without a `when` runs; a step whose one dependency was skipped is skipped."""
-    step = unit.step
-    if dep not in step.after:
+def _decided(unit: Unit, exit_: Exit) -> Decision | None:
+    """Whether the step runs, known from how one dependency ended, as the exit says: a
+    dependency that completed is alive (a router's only for its route, which only its route
+    Pass knows), so a step without a `when` runs; a step whose one dependency was skipped is
+    skipped."""
+    step, dep = unit.step, exit_.step
+    if dep is None or exit_.status is None or dep not in step.after:
         return None
-    if status == "skipped":
+    if exit_.status == "skipped":
         return "skip" if list(step.after) == [dep] else None
-    router = isinstance(unit.workflow.steps[dep], RuleRouter | ScoreRouter | LlmRouter)
-    return "run" if step.when is None and not router else None
+    if step.when is not None:
+        return None
+    if not isinstance(unit.workflow.steps[dep], RuleRouter | ScoreRouter | LlmRouter):
+        return "run"
+    return "run" if exit_.routed and exit_.route == unit.step_id else None
 
 
 def _only_router(unit: Unit) -> str | None:
