@@ -7,6 +7,12 @@ random steps of the layer before, which is as far from series-parallel as DAGs g
 
 Steps are agents and tools with conditions, templates and output schemas, so every check of the
 validator and every construct of the compiler has work to do.
+
+The workflow must also fit one run's state (256 KB, validate/payload_size.py): its inputs are
+bounded, and the agents' outputs are small closed objects (`SUMMARY_LENGTH`), so that the
+tools' outputs, which the output store takes beyond 512 bytes each, leave room for them. A
+thousand steps of unbounded outputs cannot share one state (each keeps at least a reference to
+the output store), and the validator refuses them (`payload_size`).
 """
 
 from __future__ import annotations
@@ -15,6 +21,9 @@ import random
 from typing import Any
 
 import yaml
+
+SUMMARY_LENGTH = 24
+"""The longest summary a generated agent answers (its output is checked against it)."""
 
 
 def synthetic_workflow(steps: int = 1000, *, shape: str = "blocks", seed: int = 7) -> str:
@@ -29,7 +38,7 @@ def synthetic_workflow(steps: int = 1000, *, shape: str = "blocks", seed: int = 
         f"name: synthetic-{steps}",
         "version: 1",
         "inputs:",
-        "  topic: {type: string}",
+        "  topic: {type: string, maxLength: 200}",
         "  limit: {type: integer, default: 3}",
         "defaults: {model: claude-haiku-4-5, timeout: 60s}",
         "steps:",
@@ -64,6 +73,12 @@ class _Builder:
                 + " and ".join(
                     f"{{{{ steps.{d}.output.{_field(d)} | default('') }}}}" for d in deps
                 ),
+                "output_schema": {
+                    "type": "object",
+                    "properties": {"text": {"type": "string", "maxLength": SUMMARY_LENGTH}},
+                    "required": ["text"],
+                    "additionalProperties": False,
+                },
             }
         elif index % 3 == 1:
             spec = {
@@ -76,6 +91,7 @@ class _Builder:
                         "label": {"type": "string", "enum": ["keep", f"drop-{index}"]},
                     },
                     "required": ["score", "label"],
+                    "additionalProperties": False,
                 },
                 "retry": {"max_attempts": 4, "backoff": "exponential", "base_delay": "1s"},
             }

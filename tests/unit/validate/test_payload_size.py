@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 from switchyard.contract import LARGE_OUTPUT_BYTES
 from switchyard.model import Workflow
-from switchyard.validate import validate_file
+from switchyard.validate import validate_file, validate_text
 from switchyard.validate.payload_size import (
     MIN_INLINE_BYTES,
     STATE_LIMIT,
@@ -89,3 +90,23 @@ def test_a_large_map_of_small_outputs_fits_by_their_output_schema() -> None:
     steps = {"each": {"type": "map", "items": "{{ inputs.docs }}", "step": step}}
     plan = payload_plan(workflow(steps, inputs))
     assert not plan.problems and plan.worst_case <= STATE_LIMIT
+
+
+def test_a_thousand_unbounded_outputs_cannot_share_one_state() -> None:
+    """Each keeps at least a reference to the output store (512 B): 1,000 of them are over
+    256 KB, so the validator refuses the workflow."""
+    plan = payload_plan(workflow({f"s{n}": TOOL for n in range(1000)}))
+    assert plan.worst_case > STATE_LIMIT
+    assert [p.refused for p in plan.problems] == [True]
+
+
+def test_the_benchmarks_thousand_step_workflow_fits_one_state() -> None:
+    """benchmarks/compile.py and validate.py need a workflow that validates: its agents answer
+    small closed objects, which leave room for its tools' references."""
+    spec = importlib.util.spec_from_file_location("synthetic", REPO / "benchmarks/synthetic.py")
+    assert spec is not None and spec.loader is not None
+    synthetic = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(synthetic)
+    for shape in ("blocks", "layers"):
+        result = validate_text(synthetic.synthetic_workflow(1000, shape=shape))
+        assert result.ok, [d.format() for d in result.diagnostics[:3]]
