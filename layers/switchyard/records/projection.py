@@ -237,6 +237,14 @@ SELECT %(id)s, r.step_id, '', r.status, r.output, r.error, COALESCE(r.attempts, 
        COALESCE(%(at)s, now())
   FROM jsonb_to_recordset(%(records)s::jsonb)
        AS r(step_id text, status text, output jsonb, error jsonb, attempts int)
+ WHERE NOT EXISTS (  -- a continued segment carries its run's earlier segments' records
+       SELECT 1 FROM workflow_runs me
+         JOIN workflow_runs w
+           ON w.run_id = me.logical_run_id OR w.logical_run_id = me.logical_run_id
+         JOIN task_runs t ON t.execution_id = w.execution_id
+        WHERE me.execution_id = %(id)s AND w.execution_id <> %(id)s
+          AND t.step_id = r.step_id AND t.item = ''
+          AND (t.status, t.output, t.error) IS NOT DISTINCT FROM (r.status, r.output, r.error))
 ON CONFLICT (execution_id, step_id, item) DO UPDATE SET status = EXCLUDED.status,
        output = EXCLUDED.output, error = EXCLUDED.error,
        attempts = GREATEST(task_runs.attempts, EXCLUDED.attempts), ended_at = EXCLUDED.ended_at,
@@ -244,7 +252,8 @@ ON CONFLICT (execution_id, step_id, item) DO UPDATE SET status = EXCLUDED.status
  WHERE (task_runs.status, task_runs.output, task_runs.error)
        IS DISTINCT FROM (EXCLUDED.status, EXCLUDED.output, EXCLUDED.error)
 """
-"""The records of a write at `$.steps`, in one statement: those the rows do not show yet."""
+"""The records of a write at `$.steps`, in one statement: those the rows do not show yet (this
+execution's, or an earlier segment's of a run that continued as new)."""
 OPEN_GATES_SQL = """
 UPDATE gates SET status = 'closed', decided_at = now(), note = %s
  WHERE execution_arn = %s AND status = 'open'

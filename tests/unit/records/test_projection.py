@@ -12,6 +12,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from switchyard.contract import CONTINUE_KEY
 from switchyard.records import RunRecords, RunRef, RunStart
 from tests.pg import pg_conninfo  # noqa: F401  (a pytest fixture)
 
@@ -38,18 +39,20 @@ class Run:
 @pytest.fixture
 def run(pg_conninfo: str) -> Iterator[Run]:  # noqa: F811
     with psycopg.connect(pg_conninfo) as connection:
-        connection.execute("INSERT INTO sfn_definitions VALUES ('h', '{}') ON CONFLICT DO NOTHING")
-        (execution_id,) = connection.execute(
-            "INSERT INTO sfn_executions (arn, machine_arn, definition_hash, name, status,"
-            " started_at) VALUES (%s, 'm', 'h', 'r', 'RUNNING', now()) RETURNING id",
-            (ARN,),
-        ).fetchone() or (0,)
-        run = RunRef(execution_id, ARN)
-        RunRecords(connection).started(
-            run, RunStart("r", "content-moderation", 1, {}, started_at=EARLY)
-        )
-        yield Run(connection, run)
+        yield Run(connection, _started(connection, "r", {}))
         connection.rollback()
+
+
+def _started(conn: psycopg.Connection[Any], name: str, data: Any) -> RunRef:
+    conn.execute("INSERT INTO sfn_definitions VALUES ('h', '{}') ON CONFLICT DO NOTHING")
+    (execution_id,) = conn.execute(
+        "INSERT INTO sfn_executions (arn, machine_arn, definition_hash, name, status,"
+        " started_at) VALUES (%s, 'm', 'h', %s, 'RUNNING', now()) RETURNING id",
+        (f"{ARN}-{name}", name),
+    ).fetchone() or (0,)
+    run = RunRef(execution_id, f"{ARN}-{name}")
+    RunRecords(conn).started(run, RunStart(name, "content-moderation", 1, data, started_at=EARLY))
+    return run
 
 
 def test_a_route_pass_records_its_router_and_every_step_it_skips(
@@ -90,3 +93,18 @@ def test_a_record_that_changed_is_recorded_again(run: Run) -> None:
     records.written(run.ref, "$.steps", {"r": first}, at=EARLY)
     records.written(run.ref, "$.steps", {"r": {**first, "output": {"route": "b"}}}, at=LATE)
     assert run.rows()["r"] == ("completed", {"route": "b"}, None, LATE)
+
+
+def test_a_continued_segment_leaves_its_earlier_segments_records_where_they_are(run: Run) -> None:
+    """A segment of a run that continued as new carries the records of the segments before
+    it in its state: a write of the whole `$.steps` there records only what is new."""
+    records = RunRecords(run.conn)
+    score = {"status": "completed", "output": {"toxicity": 0.1}}
+    records.written(run.ref, "$.steps.score", score, at=EARLY)
+    carried = {CONTINUE_KEY: {"run": {"id": "r"}, "segment": 2, "continued_from": "r"}}
+    second = _started(run.conn, "r-2", carried)
+    records.written(second, "$.steps", {"score": score, "x": SKIPPED}, at=LATE)
+    rows = run.conn.execute(
+        "SELECT step_id FROM task_runs WHERE execution_id = %s", (second.execution_id,)
+    ).fetchall()
+    assert rows == [("x",)]
