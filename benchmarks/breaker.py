@@ -38,7 +38,7 @@ from peers.common import fresh_database, percentile
 from psycopg_pool import ConnectionPool
 
 from switchyard.contract import RunContext
-from switchyard.runtime.errors import CircuitOpenError, StepError
+from switchyard.contract.step_errors import CircuitOpenError, StepError
 from switchyard.runtime.tools import (
     CallScope,
     GatewayStores,

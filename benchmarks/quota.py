@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from peers.common import fresh_database, percentile
 from psycopg_pool import ConnectionPool
 
-from switchyard.runtime.errors import ThrottledError
+from switchyard.contract.step_errors import ThrottledError
 from switchyard.runtime.quotas import ModelQuota, QuotaGuard, share_of
 from switchyard.stores.migrate import apply_migrations
 from switchyard.stores.quota import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from switchyard.runtime.errors import PermanentError, TransientError
+from switchyard.contract.step_errors import PermanentError, TransientError
 
 HOLD_SECONDS = 60.0
 """The longest a held call waits: a test that forgets to release ends anyway."""

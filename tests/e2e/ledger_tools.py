@@ -7,7 +7,7 @@ import time
 
 import psycopg
 
-from switchyard.runtime.errors import TransientError
+from switchyard.contract.step_errors import TransientError
 
 LEDGER_ENV = "SWITCHYARD_SQL_LEDGER"
 SLOW_SECONDS = 2.0

@@ -28,7 +28,7 @@ from switchyard.contract.helpers import (
     OutputCheckResult,
     TailAction,
 )
-from switchyard.runtime.errors import InvalidOutputError
+from switchyard.contract.step_errors import InvalidOutputError
 from switchyard.runtime.large_outputs import is_ref
 
 MAX_LISTED_ERRORS = 5

@@ -29,8 +29,8 @@ from switchyard.contract.helpers import (
     OutputCheckRequest,
 )
 from switchyard.contract.payloads import Wire
+from switchyard.contract.step_errors import PermanentError, StepError, TemplateRenderError
 from switchyard.platform import helpers
-from switchyard.runtime.errors import PermanentError, StepError, TemplateRenderError
 from switchyard.runtime.large_outputs import (
     OutputNotFoundError,
     OutputStore,

@@ -10,69 +10,29 @@ They raise `StepError`s whose `name` is the Lambda `errorType` the compiled mach
 `StepServices` holds the stores and clients (in memory by default; `postgres_services` and
 `aws_services` wire the real backends).
 
-The names below load on first use: the stores import `switchyard.runtime.errors` and
-`switchyard.runtime.settings`, and must be able to do so without loading the whole runtime.
+Its errors live in `switchyard.contract.step_errors`, which the stores import as well.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from switchyard.runtime.agent import run_agent_step
-    from switchyard.runtime.clock import Deadline, ManualClock, SystemClock
-    from switchyard.runtime.errors import (
-        BudgetExceededError,
-        HumanRequiredError,
-        InvalidOutputError,
-        PermanentError,
-        PolicyViolationError,
-        RateLimitedError,
-        RejectedError,
-        StepError,
-        StepTimeoutError,
-        TemplateRenderError,
-        TransientError,
-    )
-    from switchyard.runtime.router import run_llm_router
-    from switchyard.runtime.services import StepServices, aws_services, postgres_services
-    from switchyard.runtime.tool_step import run_tool_step
-
-_WHERE = {
-    "run_agent_step": "agent",
-    "run_llm_router": "router",
-    "run_tool_step": "tool_step",
-    "StepServices": "services",
-    "aws_services": "services",
-    "postgres_services": "services",
-    "Deadline": "clock",
-    "ManualClock": "clock",
-    "SystemClock": "clock",
-    **dict.fromkeys(
-        (
-            "BudgetExceededError",
-            "HumanRequiredError",
-            "InvalidOutputError",
-            "PermanentError",
-            "PolicyViolationError",
-            "RateLimitedError",
-            "RejectedError",
-            "StepError",
-            "StepTimeoutError",
-            "TemplateRenderError",
-            "TransientError",
-        ),
-        "errors",
-    ),
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'switchyard.runtime' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"switchyard.runtime.{_WHERE[name]}"), name)
-
+from switchyard.contract.step_errors import (
+    BudgetExceededError,
+    HumanRequiredError,
+    InvalidOutputError,
+    PermanentError,
+    PolicyViolationError,
+    RateLimitedError,
+    RejectedError,
+    StepError,
+    StepTimeoutError,
+    TemplateRenderError,
+    TransientError,
+)
+from switchyard.runtime.agent import run_agent_step
+from switchyard.runtime.clock import Deadline, ManualClock, SystemClock
+from switchyard.runtime.router import run_llm_router
+from switchyard.runtime.services import StepServices, aws_services, postgres_services
+from switchyard.runtime.tool_step import run_tool_step
 
 __all__ = [
     "BudgetExceededError",

@@ -24,10 +24,10 @@ from decimal import Decimal
 from typing import Any
 
 from switchyard.contract import StepInvocation, StepResult, Usage
+from switchyard.contract.step_errors import InvalidOutputError, PermanentError, Spend, StepError
 from switchyard.model import AgentBody
 from switchyard.runtime.budgets import BudgetGuard
 from switchyard.runtime.clock import Deadline
-from switchyard.runtime.errors import InvalidOutputError, PermanentError, Spend, StepError
 from switchyard.runtime.providers import (
     CallKey,
     ContentBlock,

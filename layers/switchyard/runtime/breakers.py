@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import fields
 from typing import Any
 
-from switchyard.runtime.errors import (
+from switchyard.contract.step_errors import (
     CircuitOpenError,
     PolicyViolationError,
     StepError,

@@ -23,9 +23,9 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 from switchyard.contract import StepInvocation, Usage
+from switchyard.contract.step_errors import BudgetExceededError, StepError
 from switchyard.model import StepBudget
 from switchyard.runtime.clock import Clock, parse_iso
-from switchyard.runtime.errors import BudgetExceededError, StepError
 from switchyard.runtime.models_catalog import ModelCatalog, UnknownModelError, to_micros
 from switchyard.runtime.settings import MODEL_PRICES_ENV
 from switchyard.stores.budget import BudgetLedger, Reservation, Scope, ScopeLimit

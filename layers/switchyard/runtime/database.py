@@ -24,7 +24,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from switchyard.constants import DATABASE_SECRET_ARN_ENV, DATABASE_URL_ENV
-from switchyard.runtime.errors import TransientError
+from switchyard.contract.step_errors import TransientError
 
 log = logging.getLogger(__name__)
 C = TypeVar("C")

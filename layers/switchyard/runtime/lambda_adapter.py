@@ -19,8 +19,7 @@ from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from switchyard.constants import Metric, MetricDimension
 from switchyard.contract import StepInvocation, StepResult
-from switchyard.runtime.database import transient_database_error
-from switchyard.runtime.errors import (
+from switchyard.contract.step_errors import (
     CircuitOpenError,
     ConcurrentUpdateError,
     RateLimitedError,
@@ -28,6 +27,7 @@ from switchyard.runtime.errors import (
     StepError,
     ThrottledError,
 )
+from switchyard.runtime.database import transient_database_error
 from switchyard.runtime.instruments import instruments
 from switchyard.runtime.services import StepServices
 

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from switchyard.contract import Usage
-from switchyard.runtime.errors import PermanentError
+from switchyard.contract.step_errors import PermanentError
 from switchyard.runtime.settings import MODEL_PRICES_ENV
 
 MILLION = Decimal(1_000_000)

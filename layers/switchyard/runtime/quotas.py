@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from switchyard.runtime.errors import PermanentError
+from switchyard.contract.step_errors import PermanentError
 from switchyard.runtime.settings import TENANT_QUOTAS_ENV
 from switchyard.stores.quota import QuotaGrant, QuotaStore, QuotaTake
 

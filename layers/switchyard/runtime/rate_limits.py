@@ -14,8 +14,8 @@ from typing import Protocol
 
 from psycopg_pool import ConnectionPool
 
+from switchyard.contract.step_errors import RateLimitedError
 from switchyard.runtime.clock import SYSTEM_CLOCK, Clock, Deadline
-from switchyard.runtime.errors import RateLimitedError
 
 
 class NotBeforeStore(Protocol):

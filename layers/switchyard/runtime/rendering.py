@@ -19,7 +19,7 @@ from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from switchyard.contract import StepContext, StepStatus
-from switchyard.runtime.errors import TemplateRenderError
+from switchyard.contract.step_errors import TemplateRenderError
 from switchyard.templates import TemplateError, template_environment, template_info
 
 Resolver = Callable[[Any], Any]

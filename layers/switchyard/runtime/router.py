@@ -13,11 +13,11 @@ from dataclasses import replace
 from typing import Any
 
 from switchyard.contract import StepInvocation, StepResult
+from switchyard.contract.step_errors import InvalidOutputError, PermanentError, StepError
 from switchyard.model import LlmRouter
 from switchyard.runtime.agent import UsageTotal, parse_json_answer
 from switchyard.runtime.budgets import BudgetGuard
 from switchyard.runtime.clock import Deadline
-from switchyard.runtime.errors import InvalidOutputError, PermanentError, StepError
 from switchyard.runtime.providers import CallKey, ModelRequest, call_model
 from switchyard.runtime.providers.base import input_tokens
 from switchyard.runtime.rendering import render_text

@@ -22,9 +22,9 @@ from switchyard.contract import (
     Usage,
     loop_output,
 )
+from switchyard.contract.step_errors import InvalidOutputError
 from switchyard.model import parse_duration
 from switchyard.runtime.clock import Deadline
-from switchyard.runtime.errors import InvalidOutputError
 from switchyard.runtime.large_outputs import offload, resolve
 from switchyard.runtime.rendering import template_context
 from switchyard.runtime.services import StepServices

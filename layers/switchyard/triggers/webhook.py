@@ -188,7 +188,7 @@ def handle_webhook(
     input templates fail, 202 when a run started, 200 when this delivery had already started
     one, 502 when the start failed (the verified delivery goes to `on_failure`, e.g. the
     trigger's dead-letter queue, and the sender may retry)."""
-    from switchyard.runtime.errors import TemplateRenderError
+    from switchyard.contract.step_errors import TemplateRenderError
 
     verified = verify_delivery(request.headers, request.body, secret, now=now)
     if isinstance(verified, RefusedDelivery):

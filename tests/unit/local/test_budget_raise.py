@@ -13,8 +13,8 @@ import psycopg
 import pytest
 from psycopg_pool import ConnectionPool
 
+from switchyard.contract.step_errors import BudgetExceededError
 from switchyard.local.budget_raise import BudgetRaise, raise_budget, raise_budget_in
-from switchyard.runtime.errors import BudgetExceededError
 from switchyard.stores.budget import PostgresBudgetLedger, Scope, ScopeLimit
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from switchyard.contract import HumanRequest, StepErrorName
 from switchyard.contract.errors import read_cause
+from switchyard.contract.step_errors import InvalidOutputError, PermanentError, TemplateRenderError
 from switchyard.platform.render import handle
-from switchyard.runtime.errors import InvalidOutputError, PermanentError, TemplateRenderError
 
 
 def lambda_cause(error: Exception) -> str:

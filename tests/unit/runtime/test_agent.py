@@ -11,14 +11,14 @@ import pytest
 from psycopg_pool import ConnectionPool
 
 from switchyard.contract import EnclosingBudget, StepErrorName, StepInvocation
-from switchyard.runtime import StepServices, run_agent_step
-from switchyard.runtime.errors import (
+from switchyard.contract.step_errors import (
     BudgetExceededError,
     HumanRequiredError,
     InvalidOutputError,
     PermanentError,
     PolicyViolationError,
 )
+from switchyard.runtime import StepServices, run_agent_step
 from switchyard.runtime.models_catalog import ModelCatalog
 from switchyard.runtime.providers import ScriptedProvider
 from switchyard.runtime.tools import GatewayStores

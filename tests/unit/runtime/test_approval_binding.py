@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from switchyard.contract import StepInvocation
-from switchyard.runtime.errors import HumanRequiredError
+from switchyard.contract.step_errors import HumanRequiredError
 from switchyard.runtime.services import StepServices
 from switchyard.runtime.tool_step import run_tool_step
 from switchyard.stores.tool_calls import ToolDecision

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from switchyard.contract.step_errors import CircuitOpenError, TransientError
 from switchyard.runtime.breakers import (
     BREAKERS_ENV,
     BreakerConfigError,
@@ -12,7 +13,6 @@ from switchyard.runtime.breakers import (
     breaker_policy_from_env,
     breakers_enabled,
 )
-from switchyard.runtime.errors import CircuitOpenError, TransientError
 from switchyard.runtime.settings import CIRCUIT_BREAKER_POLICY_ENV
 from switchyard.runtime.tools import GatewayStores
 from switchyard.stores.breaker import DEFAULT_POLICY, BreakerPolicy, InMemoryBreakerStore

@@ -11,8 +11,8 @@ import pytest
 from psycopg_pool import ConnectionPool
 
 from switchyard.contract import EnclosingBudget, StepInvocation
+from switchyard.contract.step_errors import BudgetExceededError
 from switchyard.runtime import StepServices, run_agent_step
-from switchyard.runtime.errors import BudgetExceededError
 from switchyard.runtime.models_catalog import ModelCatalog
 from switchyard.runtime.providers import ScriptedProvider
 from switchyard.runtime.providers.base import CallKey, ModelRequest, ModelResponse

@@ -6,10 +6,10 @@ import pytest
 from psycopg_pool import ConnectionPool
 
 from switchyard.contract import Usage
+from switchyard.contract.step_errors import BudgetExceededError, PermanentError
 from switchyard.model import StepBudget
 from switchyard.runtime.budgets import BudgetGuard
 from switchyard.runtime.clock import ManualClock
-from switchyard.runtime.errors import BudgetExceededError, PermanentError
 from switchyard.runtime.models_catalog import ModelCatalog
 from switchyard.stores.budget import PostgresBudgetLedger, Scope
 from tests.unit.runtime.helpers import invocation

@@ -29,9 +29,9 @@ from switchyard.constants import (
     LLM_SCRIPT_ENV,
 )
 from switchyard.contract import StepErrorName
+from switchyard.contract.step_errors import TransientError
 from switchyard.runtime import wiring
 from switchyard.runtime.database import DatabaseLogin, is_login_failure, login_pool
-from switchyard.runtime.errors import TransientError
 from switchyard.runtime.lambda_adapter import run_step
 from switchyard.stores.migrate import apply_migrations
 from tests.unit.runtime.helpers import invocation

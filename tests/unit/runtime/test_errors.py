@@ -6,7 +6,7 @@ import json
 
 from switchyard.contract import HumanRequest, StepErrorName
 from switchyard.contract.errors import error_type_of
-from switchyard.runtime.errors import (
+from switchyard.contract.step_errors import (
     BudgetExceededError,
     HumanRequiredError,
     InvalidOutputError,

@@ -9,9 +9,9 @@ import pytest
 from psycopg_pool import ConnectionPool
 
 from switchyard.contract import StepErrorName
+from switchyard.contract.step_errors import PermanentError, ThrottledError
 from switchyard.runtime import run_agent_step, run_llm_router
 from switchyard.runtime.clock import ManualClock
-from switchyard.runtime.errors import PermanentError, ThrottledError
 from switchyard.runtime.models_catalog import ModelCatalog
 from switchyard.runtime.providers import ModelRequest, ModelResponse, ScriptedProvider
 from switchyard.runtime.quotas import (

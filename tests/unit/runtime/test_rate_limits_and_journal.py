@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from psycopg_pool import ConnectionPool
 
+from switchyard.contract.step_errors import RateLimitedError
 from switchyard.runtime.clock import Deadline, ManualClock
-from switchyard.runtime.errors import RateLimitedError
 from switchyard.runtime.journal import InMemoryTurnJournal, PostgresTurnJournal, TurnJournal
 from switchyard.runtime.rate_limits import (
     InMemoryNotBeforeStore,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from switchyard.contract import RunContext, StepContext, StepErrorName
-from switchyard.runtime.errors import TemplateRenderError
+from switchyard.contract.step_errors import TemplateRenderError
 from switchyard.runtime.rendering import joined, render, render_text, template_context
 
 CTX: dict[str, Any] = {

@@ -95,9 +95,9 @@ def test_a_prompt_of_one_object_expression_is_sent_as_json() -> None:
 def test_a_wait_that_would_outlast_the_function_fails_fast_instead() -> None:
     """No `timeout` on the step: its attempt used to have 15 minutes, though its Lambda function
     had seconds left, so a rate limit's wait could outlast the function."""
+    from switchyard.contract.step_errors import RateLimitedError
     from switchyard.engine.dispatch.lambda_context import LambdaContext
     from switchyard.runtime.clock import ManualClock
-    from switchyard.runtime.errors import RateLimitedError
     from switchyard.runtime.rate_limits import RateLimitGate
 
     fake = FakeClaude()
@@ -127,7 +127,7 @@ def test_a_wait_that_would_outlast_the_function_fails_fast_instead() -> None:
 
 
 def test_a_router_model_without_a_price_is_refused_before_it_is_called() -> None:
-    from switchyard.runtime.errors import PermanentError
+    from switchyard.contract.step_errors import PermanentError
 
     fake = FakeClaude()
     fake.queue("gpt-5", ok(text_message('{"route": "billing", "reason": "x"}')))

@@ -10,8 +10,8 @@ import pytest
 from moto import mock_aws
 from psycopg_pool import ConnectionPool
 
+from switchyard.contract.step_errors import BudgetExceededError
 from switchyard.runtime import run_agent_step
-from switchyard.runtime.errors import BudgetExceededError
 from switchyard.runtime.large_outputs import PostgresOutputStore, S3OutputStore
 from switchyard.runtime.models_catalog import ModelCatalog
 from switchyard.runtime.providers import ScriptedProvider

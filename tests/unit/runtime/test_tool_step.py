@@ -15,8 +15,7 @@ from moto import mock_aws
 from psycopg_pool import ConnectionPool
 
 from switchyard.contract import OUTPUT_REF_KEY, StepErrorName, StepInvocation
-from switchyard.runtime import StepServices, run_tool_step
-from switchyard.runtime.errors import (
+from switchyard.contract.step_errors import (
     HumanRequiredError,
     InvalidOutputError,
     PolicyViolationError,
@@ -24,6 +23,7 @@ from switchyard.runtime.errors import (
     TemplateRenderError,
     TransientError,
 )
+from switchyard.runtime import StepServices, run_tool_step
 from switchyard.runtime.large_outputs import InMemoryOutputStore, resolve
 from switchyard.runtime.settings import LLM_SCRIPT_ENV
 from switchyard.runtime.tools import GatewayStores, ToolEnvironment
@@ -409,8 +409,8 @@ def test_a_calls_timeout_is_bounded_by_the_functions_remaining_time() -> None:
 def test_a_hosts_retry_after_is_waited_out_before_the_retry_calls_it_again() -> None:
     import httpx
 
+    from switchyard.contract.step_errors import RateLimitedError
     from switchyard.runtime.clock import ManualClock
-    from switchyard.runtime.errors import RateLimitedError
     from switchyard.runtime.rate_limits import RateLimitGate
 
     clock = ManualClock()

@@ -12,8 +12,8 @@ from moto import mock_aws
 from psycopg_pool import ConnectionPool
 
 from switchyard.contract import StepErrorName
+from switchyard.contract.step_errors import CircuitOpenError
 from switchyard.runtime.clock import ManualClock
-from switchyard.runtime.errors import CircuitOpenError
 from switchyard.stores.breaker import (
     BreakerPolicy,
     BreakerStore,

@@ -11,7 +11,7 @@ from moto import mock_aws
 from psycopg_pool import ConnectionPool
 
 from switchyard.contract import StepErrorName
-from switchyard.runtime.errors import BudgetExceededError
+from switchyard.contract.step_errors import BudgetExceededError
 from switchyard.stores.budget import (
     BudgetLedger,
     DynamoDBBudgetLedger,

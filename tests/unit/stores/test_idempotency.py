@@ -15,7 +15,7 @@ from moto import mock_aws
 from psycopg_pool import ConnectionPool
 
 from switchyard.contract import StepErrorName
-from switchyard.runtime.errors import HumanRequiredError, PermanentError, TransientError
+from switchyard.contract.step_errors import HumanRequiredError, PermanentError, TransientError
 from switchyard.stores.idempotency import (
     IdempotentCalls,
     OutcomeUnknownError,

@@ -11,8 +11,8 @@ from moto import mock_aws
 from psycopg_pool import ConnectionPool
 
 from switchyard.contract import StepErrorName
+from switchyard.contract.step_errors import ThrottledError
 from switchyard.runtime.clock import ManualClock
-from switchyard.runtime.errors import ThrottledError
 from switchyard.stores.budget import create_budget_table
 from switchyard.stores.quota import (
     DynamoDBQuotaStore,

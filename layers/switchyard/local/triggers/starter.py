@@ -19,12 +19,12 @@ from typing import Any, Protocol, overload
 
 from pydantic import TypeAdapter
 
+from switchyard.contract.step_errors import TemplateRenderError
 from switchyard.engine import errors as engine_errors
 from switchyard.local.triggers.store import Delivery, TriggerKind, TriggerStore
 from switchyard.model import EventTrigger, QueueTrigger, ScheduleTrigger, WebhookTrigger, Workflow
 from switchyard.model.triggers import Trigger
 from switchyard.platform.run_start import InvalidRunInputError, check_inputs
-from switchyard.runtime.errors import TemplateRenderError
 from switchyard.runtime.rendering import render
 
 AnyTrigger = ScheduleTrigger | EventTrigger | WebhookTrigger | QueueTrigger

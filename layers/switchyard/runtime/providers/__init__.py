@@ -10,7 +10,7 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
-from switchyard.runtime.errors import PermanentError
+from switchyard.contract.step_errors import PermanentError
 from switchyard.runtime.providers.base import (
     CallKey,
     ContentBlock,

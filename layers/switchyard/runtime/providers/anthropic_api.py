@@ -9,7 +9,7 @@ from typing import Any
 
 import anthropic
 
-from switchyard.runtime.errors import PermanentError
+from switchyard.contract.step_errors import PermanentError
 from switchyard.runtime.providers.base import ModelRequest, ModelResponse
 from switchyard.runtime.providers.messages_api import create_message
 from switchyard.runtime.settings import API_KEY_ENV, API_KEY_SECRET_ENV

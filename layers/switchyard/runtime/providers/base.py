@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from switchyard.contract import Usage
-from switchyard.runtime.errors import TransientError
+from switchyard.contract.step_errors import TransientError
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from switchyard.contract.step_errors import RateLimitedError, StepTimeoutError, ThrottledError
 from switchyard.runtime.clock import Deadline
-from switchyard.runtime.errors import RateLimitedError, StepTimeoutError, ThrottledError
 from switchyard.runtime.providers.base import (
     ModelOverloadedError,
     ModelProvider,

@@ -34,7 +34,7 @@ from typing import Any
 import yaml
 
 from switchyard.contract import Usage
-from switchyard.runtime.errors import (
+from switchyard.contract.step_errors import (
     BudgetExceededError,
     InvalidOutputError,
     PermanentError,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import anthropic
 
-from switchyard.runtime.errors import (
+from switchyard.contract.step_errors import (
     PermanentError,
     RateLimitedError,
     StepError,

@@ -25,15 +25,15 @@ from botocore.exceptions import (  # type: ignore[import-untyped]
     ReadTimeoutError,
 )
 
-from switchyard.model import SideEffect
-from switchyard.model.builtin_tools import BUILTIN_TOOLS
-from switchyard.runtime.errors import (
+from switchyard.contract.step_errors import (
     PermanentError,
     RateLimitedError,
     StepError,
     StepTimeoutError,
     TransientError,
 )
+from switchyard.model import SideEffect
+from switchyard.model.builtin_tools import BUILTIN_TOOLS
 from switchyard.runtime.settings import EVENT_BUS_ENV, SMTP_URL_ENV
 from switchyard.runtime.tools.base import CallInfo, ToolEnvironment, missing_aws_setting
 from switchyard.runtime.tools.smtp_email import build_message, send_smtp

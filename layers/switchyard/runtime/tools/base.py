@@ -24,10 +24,10 @@ from botocore.exceptions import (  # type: ignore[import-untyped]
     NoRegionError,
 )
 
+from switchyard.contract.step_errors import PermanentError
 from switchyard.model import SideEffect
 from switchyard.runtime.breakers import CircuitBreakers
 from switchyard.runtime.clock import Deadline
-from switchyard.runtime.errors import PermanentError
 from switchyard.runtime.rate_limits import RateLimitGate
 from switchyard.runtime.settings import (
     EMAIL_FROM_ENV,

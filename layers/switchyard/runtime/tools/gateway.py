@@ -39,17 +39,17 @@ import psycopg
 from switchyard.conditions import ConditionError
 from switchyard.conditions.evaluate import evaluate
 from switchyard.contract import HumanRequest, RunContext
-from switchyard.model import SideEffect
-from switchyard.runtime.breakers import CircuitBreakers, breaker_policy_from_env, tool_circuit
-from switchyard.runtime.clock import Deadline
-from switchyard.runtime.database import transient_database_error
-from switchyard.runtime.errors import (
+from switchyard.contract.step_errors import (
     HumanRequiredError,
     PermanentError,
     PolicyViolationError,
     RejectedError,
     StepError,
 )
+from switchyard.model import SideEffect
+from switchyard.runtime.breakers import CircuitBreakers, breaker_policy_from_env, tool_circuit
+from switchyard.runtime.clock import Deadline
+from switchyard.runtime.database import transient_database_error
 from switchyard.runtime.rate_limits import RateLimitGate
 from switchyard.runtime.tools.base import CallInfo, Tool, ToolEnvironment, canonical_json
 from switchyard.runtime.tools.registry import ToolRegistry

@@ -24,16 +24,16 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from switchyard.model import SideEffect
-from switchyard.model.builtin_tools import BUILTIN_TOOLS
-from switchyard.runtime.breakers import host_circuit
-from switchyard.runtime.errors import (
+from switchyard.contract.step_errors import (
     PermanentError,
     PolicyViolationError,
     RateLimitedError,
     StepTimeoutError,
     TransientError,
 )
+from switchyard.model import SideEffect
+from switchyard.model.builtin_tools import BUILTIN_TOOLS
+from switchyard.runtime.breakers import host_circuit
 from switchyard.runtime.rate_limits import RateLimitGate
 from switchyard.runtime.rendering import render
 from switchyard.runtime.tools.base import CallInfo, ToolEnvironment

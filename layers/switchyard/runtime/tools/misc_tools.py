@@ -11,8 +11,8 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from switchyard.contract.step_errors import PermanentError, StepError
 from switchyard.model import SideEffect
-from switchyard.runtime.errors import PermanentError, StepError
 from switchyard.runtime.tools.aws_tools import BuiltinTool
 from switchyard.runtime.tools.base import CallInfo, ToolEnvironment
 from switchyard.runtime.tools.http_tools import send_request

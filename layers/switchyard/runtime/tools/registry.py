@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from switchyard.contract.step_errors import PolicyViolationError
 from switchyard.model import ToolDef
-from switchyard.runtime.errors import PolicyViolationError
 from switchyard.runtime.tools.aws_tools import (
     EmailSendTool,
     EventsPutTool,

@@ -22,7 +22,7 @@ from email.message import EmailMessage
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from switchyard.runtime.errors import PermanentError, StepTimeoutError, TransientError
+from switchyard.contract.step_errors import PermanentError, StepTimeoutError, TransientError
 from switchyard.runtime.settings import SMTP_URL_ENV
 from switchyard.stores.idempotency import OutcomeUnknownError, OutcomeUnknownTimeoutError
 

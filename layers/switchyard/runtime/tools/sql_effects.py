@@ -24,7 +24,7 @@ import psycopg
 from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
-from switchyard.runtime.errors import (
+from switchyard.contract.step_errors import (
     PermanentError,
     StepError,
     StepTimeoutError,

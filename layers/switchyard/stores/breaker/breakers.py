@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from switchyard.runtime.errors import CircuitOpenError
+from switchyard.contract.step_errors import CircuitOpenError
 
 Admission = Literal["closed", "probe"]
 """How a call was let through: the circuit was closed, or the call is its half-open probe."""

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from switchyard.runtime.errors import BudgetExceededError
+from switchyard.contract.step_errors import BudgetExceededError
 
 ScopeKind = Literal["run", "step", "tenant_day"]
 

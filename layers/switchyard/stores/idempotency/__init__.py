@@ -1,6 +1,6 @@
 """Effectively-once side effects: Powertools idempotency on DynamoDB or PostgreSQL."""
 
-from switchyard.runtime.settings import IDEMPOTENCY_TABLE_ENV
+from switchyard.constants import IDEMPOTENCY_TABLE_ENV
 from switchyard.stores.idempotency.dynamodb import (
     create_idempotency_table,
     dynamodb_persistence_layer,

@@ -37,7 +37,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 
 from switchyard.contract import HumanRequest, StepErrorName
-from switchyard.runtime.errors import (
+from switchyard.contract.step_errors import (
     ConcurrentUpdateError,
     HumanRequiredError,
     PermanentError,

@@ -26,7 +26,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from switchyard.runtime.errors import ThrottledError
+from switchyard.contract.step_errors import ThrottledError
 
 WINDOW_SECONDS = 60
 

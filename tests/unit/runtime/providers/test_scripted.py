@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from switchyard.contract import StepErrorName
-from switchyard.runtime.errors import PermanentError, RateLimitedError, TransientError
+from switchyard.contract.step_errors import PermanentError, RateLimitedError, TransientError
 from switchyard.runtime.providers import CallKey, ModelRequest, ScriptedProvider
 from switchyard.runtime.providers.scripted import ScriptError, load_script, position
 

@@ -9,14 +9,14 @@ import pytest
 from moto import mock_aws
 
 from switchyard.contract import StepErrorName
-from switchyard.runtime.clock import Deadline, ManualClock
-from switchyard.runtime.errors import (
+from switchyard.contract.step_errors import (
     PermanentError,
     RateLimitedError,
     StepError,
     StepTimeoutError,
     TransientError,
 )
+from switchyard.runtime.clock import Deadline, ManualClock
 from switchyard.runtime.providers import (
     AnthropicProvider,
     BedrockProvider,

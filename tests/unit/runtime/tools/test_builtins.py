@@ -16,7 +16,7 @@ from botocore.stub import Stubber
 from moto import mock_aws
 
 from switchyard.contract import StepErrorName
-from switchyard.runtime.errors import (
+from switchyard.contract.step_errors import (
     PermanentError,
     PolicyViolationError,
     RateLimitedError,

@@ -13,8 +13,8 @@ import pytest
 from psycopg_pool import ConnectionPool
 
 from switchyard.contract import RunContext
+from switchyard.contract.step_errors import CircuitOpenError, PermanentError, TransientError
 from switchyard.runtime.clock import ManualClock
-from switchyard.runtime.errors import CircuitOpenError, PermanentError, TransientError
 from switchyard.runtime.tools import (
     CallScope,
     GatewayStores,

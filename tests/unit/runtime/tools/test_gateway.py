@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from switchyard.contract import RunContext, StepErrorName
-from switchyard.runtime.errors import HumanRequiredError, PolicyViolationError, RejectedError
+from switchyard.contract.step_errors import HumanRequiredError, PolicyViolationError, RejectedError
 from switchyard.runtime.tools import (
     CallScope,
     GatewayStores,

@@ -23,7 +23,7 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP as SmtpProtocol  # noqa: N811
 from aiosmtpd.smtp import Envelope, Session
 
-from switchyard.runtime.errors import PermanentError, TransientError
+from switchyard.contract.step_errors import PermanentError, TransientError
 from switchyard.runtime.tools import CallInfo, ToolEnvironment, ToolRegistry
 
 CALL = CallInfo("run-1", "send", "run-1:send", timeout=5.0)

@@ -9,7 +9,7 @@ import pytest
 from moto import mock_aws
 from psycopg.conninfo import conninfo_to_dict
 
-from switchyard.runtime.errors import PermanentError
+from switchyard.contract.step_errors import PermanentError
 from switchyard.runtime.tools import SecretResolver, ToolEnvironment
 
 

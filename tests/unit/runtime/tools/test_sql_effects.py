@@ -18,8 +18,8 @@ import pytest
 from psycopg_pool import ConnectionPool
 
 from switchyard.contract import RunContext
+from switchyard.contract.step_errors import PermanentError
 from switchyard.model import SideEffect
-from switchyard.runtime.errors import PermanentError
 from switchyard.runtime.tools import (
     CallInfo,
     CallScope,
