@@ -2,7 +2,7 @@
 nothing was lost, stuck or done twice. Used by `test_crash_safety.py` (CI, ~20 kills) and
 `benchmarks/chaos.py` (hundreds).
 
-The engine runs as a real process, `python -m switchyard.engine.serve`, on a real PostgreSQL
+The engine runs as a real process, `python -m switchyard.local.serve`, on a real PostgreSQL
 database. Runs of `workflows/crash-ledger.yaml` are started in waves through the database's
 command queue while the engine is up (never with a command in flight when it is killed), so
 kills find runs in flight. Each kill comes a random few to few hundred milliseconds after a
@@ -178,7 +178,7 @@ def prepare(conninfo: str, workflow: Path = WORKFLOW) -> str:
 
 
 class EngineUnderTest:
-    """`python -m switchyard.engine.serve` as a child process, one log file per life."""
+    """`python -m switchyard.local.serve` as a child process, one log file per life."""
 
     def __init__(self, conninfo: str, log_dir: Path) -> None:
         self.conninfo = conninfo
@@ -198,7 +198,7 @@ class EngineUnderTest:
         self.lives += 1
         log = (self.log_dir / f"engine-{self.lives:04d}.log").open("wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "switchyard.engine.serve", "--database-url", self.conninfo],
+            [sys.executable, "-m", "switchyard.local.serve", "--database-url", self.conninfo],
             cwd=REPO,
             env=self.env,
             stdin=subprocess.DEVNULL,

@@ -52,6 +52,7 @@ from switchyard.engine.substitution import local_values, substitute
 from switchyard.gates import Decision, GateStore, decide
 from switchyard.gates.callbacks import Boto3Callbacks
 from switchyard.local.engine_client import EngineCommands
+from switchyard.local.stack import local_engine
 from switchyard.model import Workflow
 from switchyard.records.recorder import HistoryBehindError, Recorder, handle_event
 from switchyard.runtime import wiring
@@ -321,7 +322,7 @@ def run_example_on_engine(example: str, run_id: str, conninfo: str) -> None:
         pytest.MonkeyPatch.context() as monkeypatch,
         local_environment(monkeypatch, conninfo, script_path(example)),
     ):
-        engine = Engine(conninfo, registry=FunctionRegistry(FUNCTIONS_DIR), workers=8)
+        engine = local_engine(conninfo, registry=FunctionRegistry(FUNCTIONS_DIR), workers=8)
         engine.start()
         try:
             arn = install(engine, workflows)
@@ -517,7 +518,7 @@ def _engine_scenario(scenario: Scenario, conninfo: str, run_id: str) -> None:
     from tests.scenarios.harness.engine_runner import install as install_scenario
 
     functions = ScriptedFunctions(scenario.script)
-    engine = Engine(conninfo, registry=scripted_registry(functions))
+    engine = local_engine(conninfo, registry=scripted_registry(functions))
     engine.start()
     try:
         arn = install_scenario(engine, scenario, prefix="local")

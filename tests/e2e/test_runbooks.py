@@ -30,7 +30,7 @@ import yaml
 from moto.server import ThreadedMotoServer
 
 from switchyard.api import rest_api_in_thread
-from switchyard.engine.serve import EngineProcess
+from switchyard.local.stack import engine_process
 from tests import held
 from tests.conftest import FIXTURES, REPO
 from tests.pg import fresh_database
@@ -280,7 +280,7 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
         env: dict[str, str] = {}
         try:
             engine.enter_context(handler_environment(conninfo))
-            process = EngineProcess(conninfo, sfn_port=0, workers=8)
+            process = engine_process(conninfo, sfn_port=0, workers=8)
             assert process.start()
             engine.callback(process.close)
             rest = engine.enter_context(rest_api_in_thread(process.engine, workflows_dir=workflows))

@@ -16,6 +16,7 @@ from switchyard.engine import machines as engine_machines
 from switchyard.engine.commands import Callback, StartExecution
 from switchyard.engine.dispatch import FunctionRegistry
 from switchyard.engine.engine import Engine
+from switchyard.local.stack import local_engine
 from tests.parity.machines import CASES, HEARTBEAT
 from tests.scenarios.harness.moto_runner import ROLE, moto_step_functions
 from tests.scenarios.harness.outcome import STATUS
@@ -101,7 +102,7 @@ def engine(pg_conninfo: str) -> Iterator[tuple[Engine, Functions]]:
     registry = FunctionRegistry()
     for name in ("double", "fail_odd", "always_fails", "remember_token"):
         registry.register(name, lambda event, context, n=name: functions.invoke(n, event))
-    engine = Engine(pg_conninfo, registry=registry)
+    engine = local_engine(pg_conninfo, registry=registry)
     engine.start()
     yield engine, functions
     engine.close()

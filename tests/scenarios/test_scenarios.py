@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from switchyard.engine.engine import Engine
+from switchyard.local.stack import local_engine
 from tests.scenarios.harness.engine_runner import run_on_engine, scripted_registry
 from tests.scenarios.harness.moto_runner import run_on_moto
 from tests.scenarios.harness.outcome import Outcome, check
@@ -22,7 +22,7 @@ CASES = sorted((Path(__file__).parent / "cases").glob("*.yaml"))
 def _on_engine(conninfo: str, path: Path) -> Outcome:
     scenario = load_scenario(path)
     functions = ScriptedFunctions(scenario.script)
-    engine = Engine(conninfo, registry=scripted_registry(functions))
+    engine = local_engine(conninfo, registry=scripted_registry(functions))
     engine.start()
     try:
         return run_on_engine(engine, scenario, functions, prefix=path.stem)

@@ -15,7 +15,6 @@ from switchyard.cli.common import CommandError, say
 from switchyard.cli.exit_codes import ExitCode
 from switchyard.constants import API_TOKEN_ENV, PUBLIC_URL_ENV, SCRIPTS_DIR_ENV, SMTP_URL_ENV
 from switchyard.engine.engine import Engine
-from switchyard.engine.serve import EngineProcess
 from switchyard.local.database import open_database
 from switchyard.local.triggers.runtime import LocalTriggers
 
@@ -88,7 +87,6 @@ def run(args: argparse.Namespace) -> int:
 
     def rest_api(engine: Engine) -> Any:
         from switchyard.api import serve_rest_api
-        from switchyard.local import stack
 
         nonlocal triggers
         triggers = LocalTriggers(engine)  # docs/triggers.md
@@ -107,7 +105,11 @@ def run(args: argparse.Namespace) -> int:
             health=lambda: engine.healthy,
         )
 
-    process = EngineProcess(database.conninfo, sfn_port=args.sfn_port, extra_servers=[rest_api])
+    from switchyard.local import stack
+
+    process = stack.engine_process(
+        database.conninfo, sfn_port=args.sfn_port, extra_servers=[rest_api]
+    )
     say(f"waiting for the engine lock of {database.description} …")
     try:
         started = process.start(wait=True, stop=stop)

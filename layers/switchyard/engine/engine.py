@@ -43,6 +43,7 @@ from switchyard.engine.asl import (
     StateMachine,
     parse_definition,
 )
+from switchyard.engine.children import stopped_by, stopped_by_parent
 from switchyard.engine.commands import (
     Callback,
     ChildFinished,
@@ -58,6 +59,16 @@ from switchyard.engine.dispatch import Dispatcher, FunctionRegistry, TaskOutcome
 from switchyard.engine.dispatch.paths import RemainingPaths
 from switchyard.engine.dispatch.ready import task_priority
 from switchyard.engine.dispatch.workers import DATABASE_FAULT_PATIENCE, invoke
+from switchyard.engine.hooks import (
+    EndedInput,
+    EngineHooks,
+    NoHooks,
+    PayloadInput,
+    RecoverInput,
+    RedriveInput,
+    TaskResultInput,
+    TransitionInput,
+)
 from switchyard.engine.interpreter import (
     Execution,
     ExecutionStatus,
@@ -72,7 +83,6 @@ from switchyard.engine.interpreter import (
 from switchyard.engine.outage import Backoff, Outage, is_connection_fault
 from switchyard.engine.ownership import Ownership
 from switchyard.engine.prefetch import IdPool, Prefetch
-from switchyard.engine.records import RunRecorder, orphaned_children, stopped_by_parent
 from switchyard.engine.store import EngineStore, ExecutionRow
 from switchyard.engine.timers import TimerHeap
 from switchyard.stores.migrate import apply_migrations
@@ -83,7 +93,6 @@ Clock = Callable[[], datetime]
 _NAME = r"^[0-9A-Za-z_-]{1,80}$"
 _MAX_CACHE = 2000
 _MAX_ENDED = 10_000
-_SCRIPTED_FUNCTIONS = frozenset({"agent_step", "router_step", "tool_step"})
 _LOCK_CHECK_SECONDS = 1.0
 _NOT_OWNER = (
     "this engine stopped: another engine took its database over; it takes over again when"
@@ -137,14 +146,17 @@ class Engine:
         batch_limit: int = 512,
         ownership: Ownership | None = None,
         on_owner_again: Callable[[], None] | None = None,
+        hooks: EngineHooks | None = None,
     ) -> None:
         """`ownership`: the advisory lock this engine was started under, if any; it is watched
         and taken back after a database fault (without it, a fenced-off engine just stops).
-        `on_owner_again`: called when a fenced-off engine has taken its database over again."""
+        `on_owner_again`: called when a fenced-off engine has taken its database over again.
+        `hooks`: what a program built on the engine adds to it (`switchyard.engine.hooks`)."""
         self.conninfo = conninfo
         self.registry = registry or FunctionRegistry()
         self.arns = arns or Arns()
         self._clock = clock
+        self._hooks: EngineHooks = hooks or NoHooks()
         self._batch_limit = batch_limit
         self._interpreter = Interpreter(
             clock=clock, entropy=entropy or Entropy(), inline=self._inline
@@ -167,7 +179,6 @@ class Engine:
         """The longest remaining path of each task, read from its machine (for the queue)."""
         self._conn: psycopg.Connection[Any] | None = None
         self._store: EngineStore | None = None
-        self._recorder: RunRecorder | None = None
         self._pool: ConnectionPool | None = None
         self._current_execution_id: int | None = None
         self._ids = IdPool()
@@ -227,7 +238,6 @@ class Engine:
                 self._conn.close()
         self._conn = psycopg.connect(self.conninfo, autocommit=False, connect_timeout=10)
         self._store = EngineStore(self._conn)
-        self._recorder = RunRecorder(self._conn)
 
     def close(self, *, settle_seconds: float = 10.0) -> None:
         """Stop. Tasks still running for frames that were cancelled (the items of a map whose
@@ -523,7 +533,7 @@ class Engine:
         return None if row is None else (row.status, row.input, row.started_at)
 
     def _start_execution(self, command: StartExecution, batch: _Batch) -> dict[str, Any]:
-        assert self._store is not None and self._recorder is not None
+        assert self._store is not None and self._conn is not None
         base, version_arn, digest = self._machine_for(command.machine_arn)
         name = command.name or str(uuid.uuid4())
         if not re.match(_NAME, name):
@@ -553,13 +563,7 @@ class Engine:
         self._current_execution_id = execution.id
         self._cache_put(execution)
         transition = self._interpreter.start(execution, role_arn=self.arns.role())
-        parent = command.parent or {}
-        self._recorder.transition(
-            transition,
-            started=True,
-            parent_id=parent.get("execution_id"),
-            parent_step=parent.get("step"),
-        )
+        self._hooks.on_transition(TransitionInput(self._conn, transition, started=True))
         batch.add(transition)
         return {"executionArn": arn, "startDate": now}
 
@@ -645,13 +649,13 @@ class Engine:
         self._inbox.put(TaskDone(outcome))
 
     def _task_done(self, command: TaskDone, batch: _Batch) -> None:
-        assert self._recorder is not None
+        assert self._conn is not None
         execution_id, frame_id, attempt = command.outcome.key
         execution = self._load(execution_id=execution_id)
         if execution is None:
             return
         if execution.status.is_final:  # a late result: a gate it opened must not stay open
-            self._recorder.late_result(execution)
+            self._hooks.on_ended_answered(EndedInput(self._conn, execution))
         frame = execution.frames.get(frame_id)
         task = (frame.task or {}) if frame else {}
         request = self._request(execution, frame_id, attempt)
@@ -675,15 +679,21 @@ class Engine:
             )
         if transition is not None:
             if request is not None:
-                self._recorder.task_result(
-                    execution, request, outcome.ok, outcome.value, cause=outcome.cause
-                )
-            self._recorder.transition(transition, started=False, parent_id=None)
+                self._hooks.on_task_result(
+                    TaskResultInput(
+                        self._conn, execution, request, outcome.ok, outcome.value,
+                        cause=outcome.cause,
+                    )
+                )  # fmt: skip
+            self._hooks.on_transition(TransitionInput(self._conn, transition, started=False))
         elif (late := self._late_request(command.outcome.key, frame)) is not None:
             batch.late.add(command.outcome.key)
-            self._recorder.task_result(  # the run has moved on; the money was spent anyway
-                execution, late, outcome.ok, outcome.value, cause=outcome.cause, late=True
-            )
+            self._hooks.on_task_result(  # the run has moved on; the money was spent anyway
+                TaskResultInput(
+                    self._conn, execution, late, outcome.ok, outcome.value,
+                    cause=outcome.cause, late=True,
+                )
+            )  # fmt: skip
         batch.add(transition)
 
     def _late_request(self, key: tuple[int, int, int], frame: Frame | None) -> TaskRequest | None:
@@ -703,18 +713,11 @@ class Engine:
         known, request = self._prefetch.task((execution.id, frame_id, attempt))
         if known:
             return request
-        assert self._conn is not None
-        row = self._conn.execute(
-            "SELECT kind, resource, parameters, token, timeout_seconds FROM sfn_tasks"
-            " WHERE execution_id = %s AND frame_id = %s AND attempt = %s",
-            (execution.id, frame_id, attempt),
-        ).fetchone()
-        if row is None:
-            return None
-        return TaskRequest(execution.arn, frame_id, attempt, row[0], row[1], row[2], row[3], row[4])
+        assert self._store is not None
+        return self._store.task_request(execution.arn, execution.id, frame_id, attempt)
 
     def _callback(self, command: Callback, batch: _Batch) -> dict[str, Any]:
-        assert self._store is not None and self._recorder is not None
+        assert self._store is not None and self._conn is not None
         known, found = self._prefetch.token(command.token)
         if not known:
             found = self._store.token(command.token)
@@ -745,24 +748,27 @@ class Engine:
             )
         if transition is not None:
             if request is not None:
-                self._recorder.task_result(
-                    execution,
-                    request,
-                    command.kind == "success",
-                    command.output,
-                    cause=command.cause,
-                    error=command.error,
-                    answered=True,
+                self._hooks.on_task_result(
+                    TaskResultInput(
+                        self._conn,
+                        execution,
+                        request,
+                        command.kind == "success",
+                        command.output,
+                        cause=command.cause,
+                        error=command.error,
+                        answered=True,
+                    )
                 )
-            self._recorder.transition(transition, started=False, parent_id=None)
+            self._hooks.on_transition(TransitionInput(self._conn, transition, started=False))
         batch.add(transition)
         return {}
 
     def _timer_fired(self, command: TimerFired, batch: _Batch) -> None:
         """A wait ends, a retry is due, a task or the execution times out. Its transition is
         recorded like any other: a gate's tier that timed out closes its row, the next tier's
-        task and the run's end show in the run records."""
-        assert self._recorder is not None
+        task and the run's end show in the run records (the hooks see it)."""
+        assert self._conn is not None
         execution = self._load(execution_id=command.execution_id)
         if execution is None:
             return
@@ -770,22 +776,22 @@ class Engine:
             execution, command.frame, command.kind, command.attempt
         )
         if transition is not None:
-            self._recorder.transition(transition, started=False, parent_id=None)
+            self._hooks.on_transition(TransitionInput(self._conn, transition, started=False))
         batch.add(transition)
 
     def _stop_execution(self, command: StopExecution, batch: _Batch) -> dict[str, Any]:
-        assert self._recorder is not None
+        assert self._conn is not None
         execution = self._load(arn=command.arn)
         if execution is None:
             raise errors.ExecutionDoesNotExist(f"Execution Does Not Exist: '{command.arn}'")
         if not execution.status.is_final:
             transition = self._interpreter.stop(execution, error=command.error, cause=command.cause)
-            self._recorder.transition(transition, started=False, parent_id=None)
+            self._hooks.on_transition(TransitionInput(self._conn, transition, started=False))
             batch.add(transition)
         return {"stopDate": execution.stopped_at or self._clock()}
 
     def _redrive(self, command: RedriveExecution, batch: _Batch) -> dict[str, Any]:
-        assert self._recorder is not None and self._conn is not None
+        assert self._store is not None and self._conn is not None
         execution = self._load(arn=command.arn)
         if execution is None:
             raise errors.ExecutionDoesNotExist(f"Execution Does Not Exist: '{command.arn}'")
@@ -801,11 +807,9 @@ class Engine:
         with self._done:
             self._ended.pop(execution.arn, None)  # running again: `wait` must not see its end
         now = self._clock()
-        self._conn.execute(
-            "UPDATE sfn_executions SET redrive_at = %s WHERE id = %s", (now, execution.id)
-        )
-        self._recorder.redriven(execution)
-        self._recorder.transition(transition, started=False, parent_id=None)
+        self._store.mark_redriven(execution.id, now)
+        self._hooks.on_redrive(RedriveInput(self._conn, execution))
+        self._hooks.on_transition(TransitionInput(self._conn, transition, started=False))
         batch.add(transition)
         return {"redriveDate": now}
 
@@ -893,22 +897,20 @@ class Engine:
     def _add_recorded(self, batch: _Batch, transition: Transition | None) -> None:
         """A transition of the starting execution, written to its run records as well (a
         fire-and-forget start goes straight on, as does a start that failed)."""
-        if transition is not None and self._recorder is not None:
-            self._recorder.transition(transition, started=False, parent_id=None)
+        if transition is not None:
+            assert self._conn is not None
+            self._hooks.on_transition(TransitionInput(self._conn, transition, started=False))
         batch.add(transition)
 
     def _relink_child(self, execution_id: int, link: dict[str, Any]) -> None:
         if self._store is not None:
-            self._store.conn.execute(
-                "UPDATE sfn_executions SET parent = %s::jsonb WHERE id = %s",
-                (json.dumps(link), execution_id),
-            )
+            self._store.set_parent(execution_id, link)
         cached = self._load(execution_id=execution_id)
         if cached is not None:
             cached.parent = link
 
     def _child_finished(self, command: ChildFinished, batch: _Batch) -> None:
-        assert self._store is not None and self._recorder is not None
+        assert self._store is not None and self._conn is not None
         row = self._store.execution_row(arn=command.child_arn)
         if row is None or row.parent is None or row.status == "RUNNING":
             return
@@ -930,7 +932,7 @@ class Engine:
                 json.dumps(description, default=str),
             )
         if transition is not None:
-            self._recorder.transition(transition, started=False, parent_id=None)
+            self._hooks.on_transition(TransitionInput(self._conn, transition, started=False))
         batch.add(transition)
 
     def _post_after_commit(self, batch: _Batch, command: Command) -> None:
@@ -1072,9 +1074,7 @@ class Engine:
             )
             return
         payload = request.parameters if request.kind == "lambda_direct" else params.get("Payload")
-        script = execution.options.get("llm_script")
-        if script and isinstance(payload, dict) and spec.name in _SCRIPTED_FUNCTIONS:
-            payload = {**payload, "llm_script": script}  # the run's own script, kept with the run
+        payload = self._hooks.task_payload(PayloadInput(execution, spec.name, payload))
         shaped = request.kind != "lambda_direct"
         arn = self.arns.function(spec.name)
 
@@ -1106,12 +1106,7 @@ class Engine:
         while True:  # after a commit: wait for the database rather than leave children running
             try:
                 with self.read() as store:
-                    rows = store.conn.execute(
-                        "SELECT arn FROM sfn_executions WHERE status = 'RUNNING' AND"
-                        " (parent->>'execution_id')::bigint = %s"
-                        " AND (parent->>'frame')::int = %s AND (parent->>'attempt')::int = %s",
-                        (execution.id, frame_id, attempt),
-                    ).fetchall()
+                    arns = store.running_children(execution.id, frame_id, attempt)
                 break
             except Exception as exc:
                 if not is_connection_fault(exc) or self._stop.is_set():
@@ -1119,7 +1114,7 @@ class Engine:
                 self._outage.failed(exc)
                 self._stop.wait(backoff.next())
         cause = stopped_by_parent(execution)
-        for (arn,) in rows:
+        for arn in arns:
             self._inbox.put(StopExecution(arn, error="States.Aborted", cause=cause))
 
     def _after_failed_batch(
@@ -1266,13 +1261,16 @@ class Engine:
         Calls that were in progress in the engine that died are let go first, so that their
         re-dispatched steps may call again instead of waiting out the Lambda deadline."""
         assert self._store is not None and self._conn is not None
-        self._store.expire_calls_in_progress()
+        self._hooks.on_recover(RecoverInput(self._conn))
         for row in self._store.timers():
             self._timers.set(
                 (row["execution_id"], row["frame_id"], row["kind"]), row["fire_at"], row["attempt"]
             )
         pending = self._store.pending_tasks()
-        orphans = orphaned_children(self._conn)  # their parent ended before it stopped them
+        orphans = {  # their parent ended before it stopped them
+            arn: stopped_by(name, ExecutionStatus(status))
+            for arn, name, status in self._store.orphaned_children()
+        }
         self._conn.commit()
         for arn, cause in orphans.items():
             self._inbox.put(StopExecution(arn, error="States.Aborted", cause=cause))

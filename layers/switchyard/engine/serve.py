@@ -3,9 +3,10 @@
 
     python -m switchyard.engine.serve --database-url URL [--sfn-port 8083] [--functions-dir DIR]
 
-It waits for the database's ownership lock (a second engine waits and takes over when the first
-dies), runs the engine and its command listener, optionally serves the Step Functions API, and
-stops cleanly on SIGTERM or SIGINT.
+That is the engine alone; switchyard's own engine process (its run records and other hooks, the
+embedded database) is `python -m switchyard.local.serve`. It waits for the database's ownership
+lock (a second engine waits and takes over when the first dies), runs the engine and its command
+listener, optionally serves the Step Functions API, and stops cleanly on SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import psycopg
 from switchyard.constants import DATABASE_URL_ENV
 from switchyard.engine.dispatch import FunctionRegistry
 from switchyard.engine.engine import Engine
+from switchyard.engine.hooks import EngineHooks
 from switchyard.engine.ownership import Ownership
 from switchyard.engine.remote import CommandListener
 
@@ -54,6 +56,7 @@ class EngineProcess:
         sfn_port: int | None = None,
         workers: int = 16,
         extra_servers: list[Callable[[Engine], Any]] | None = None,
+        hooks: EngineHooks | None = None,
     ) -> None:
         self.conninfo = conninfo
         self.ownership = Ownership(conninfo)
@@ -63,6 +66,7 @@ class EngineProcess:
             workers=workers,
             ownership=self.ownership,
             on_owner_again=self._register,  # `engine status` shows it again
+            hooks=hooks,
         )
         self.listener = CommandListener(conninfo, self.engine.submit)
         self._sfn_port = sfn_port
@@ -143,12 +147,22 @@ class EngineProcess:
             log.warning("could not remove this engine from engine_instances")
 
 
+DatabaseFactory = Callable[[], str]
+"""Opens the database to use when none is given, and returns its conninfo (keeping it open while
+the process runs): the embedded server, for switchyard's local engine."""
+
+
 def main(
-    argv: list[str] | None = None, *, extra_servers: list[Callable[[Engine], Any]] | None = None
+    argv: list[str] | None = None,
+    *,
+    extra_servers: list[Callable[[Engine], Any]] | None = None,
+    hooks: EngineHooks | None = None,
+    database: DatabaseFactory | None = None,
+    prog: str = "python -m switchyard.engine.serve",
 ) -> int:
-    """Run the engine until SIGTERM or SIGINT; `extra_servers` as `EngineProcess` takes them
-    (the background engine's triggers: `switchyard.local.background`)."""
-    parser = argparse.ArgumentParser(prog="python -m switchyard.engine.serve")
+    """Run the engine until SIGTERM or SIGINT; `extra_servers` and `hooks` as `EngineProcess`
+    takes them. Without --database-url, DATABASE_URL, else `database()`."""
+    parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument(
         "--database-url", help="PostgreSQL conninfo; default: DATABASE_URL, else the embedded one"
     )
@@ -164,17 +178,18 @@ def main(
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     conninfo = args.database_url
-    if conninfo is None:
-        from switchyard.local.database import open_database
-
-        database = open_database()  # holds the embedded server while this engine runs
-        conninfo = database.conninfo
+    if conninfo is None and database is not None:
+        conninfo = database()
+    conninfo = conninfo or os.environ.get(DATABASE_URL_ENV)
+    if not conninfo:
+        parser.error(f"give --database-url or set {DATABASE_URL_ENV}")
     process = EngineProcess(
         conninfo,
         functions_dir=args.functions_dir,
         sfn_port=args.sfn_port,
         workers=args.workers,
         extra_servers=extra_servers,
+        hooks=hooks,
     )
     log.info("waiting for the database's engine lock")
     if not process.start(wait=True, stop=stop):

@@ -99,7 +99,9 @@ class RemoteEngine:
 
 def connect(conninfo: str, *, functions_dir: Path | None = None) -> EngineClient:
     """Own the database if no engine does (run one here), else talk to the owner."""
-    process = EngineProcess(conninfo, functions_dir=functions_dir)
+    from switchyard.local.stack import engine_process
+
+    process = engine_process(conninfo, functions_dir=functions_dir)
     if process.start(wait=False):
         return InProcessEngine(process)
     return RemoteEngine(conninfo)

@@ -1,8 +1,9 @@
-"""The parts `switchyard dev` serves beside the REST API, each a `switchyard.api.server.Feature`:
-the approval pages and Slack route (docs/approvals.md), the dashboard (docs/dashboard.md), the
-builder (docs/builder.md) and the webhook and queue routes of the local triggers
-(docs/triggers.md). The library's features know nothing of each other; this module is where the
-local stack is assembled."""
+"""Where the local stack is assembled: the engine with switchyard's hooks (`local_engine`,
+`engine_process`, `serve_engine`), and the parts `switchyard dev` serves beside the REST API, each
+a `switchyard.api.server.Feature`: the approval pages and Slack route (docs/approvals.md), the
+dashboard (docs/dashboard.md), the builder (docs/builder.md) and the webhook and queue routes of
+the local triggers (docs/triggers.md). The engine and the library's features know nothing of each
+other; this module wires them together."""
 
 from __future__ import annotations
 
@@ -10,12 +11,59 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-
-from fastapi import FastAPI
+from typing import TYPE_CHECKING, Any
 
 from switchyard.api.context import ApiContext
 from switchyard.api.server import Feature
 from switchyard.constants import PUBLIC_URL_ENV
+from switchyard.engine import serve
+from switchyard.engine.engine import Engine
+from switchyard.engine.hooks import EngineHooks, HookChain
+from switchyard.engine.serve import EngineProcess
+from switchyard.local.engine_hooks import CallsInProgress, ScriptedAnswers
+from switchyard.records.engine_hooks import RunRecordHooks
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+
+def switchyard_hooks() -> EngineHooks:
+    """What switchyard adds to the engine: run records, model scripts, calls let go on
+    recovery."""
+    return HookChain(RunRecordHooks(), ScriptedAnswers(), CallsInProgress())
+
+
+def local_engine(conninfo: str, **options: Any) -> Engine:
+    """The engine with switchyard's hooks; `options` as `Engine` takes them."""
+    return Engine(conninfo, hooks=switchyard_hooks(), **options)
+
+
+def engine_process(conninfo: str, **options: Any) -> EngineProcess:
+    """The engine process with switchyard's hooks; `options` as `EngineProcess` takes them."""
+    return EngineProcess(conninfo, hooks=switchyard_hooks(), **options)
+
+
+def _open_database() -> str:
+    from switchyard.local.database import open_database
+
+    return open_database().conninfo  # the embedded server lives while this process does
+
+
+def serve_engine(
+    argv: list[str] | None = None,
+    *,
+    extra_servers: list[Callable[[Engine], Any]] | None = None,
+    prog: str = "python -m switchyard.local.serve",
+) -> int:
+    """The local engine as a process (`switchyard.engine.serve.main` with switchyard's hooks,
+    and the embedded database when no other is given)."""
+    return serve.main(
+        argv,
+        extra_servers=extra_servers,
+        hooks=switchyard_hooks(),
+        database=_open_database,
+        prog=prog,
+    )
 
 
 def approvals(public_url: str | None) -> Feature:

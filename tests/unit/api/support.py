@@ -25,6 +25,7 @@ from switchyard.api import RestApiServer, rest_api_in_thread
 from switchyard.constants import DATABASE_URL_ENV, LLM_SCRIPT_ENV
 from switchyard.engine.dispatch import FunctionRegistry
 from switchyard.engine.engine import Engine
+from switchyard.local.stack import local_engine
 from switchyard.runtime import wiring
 from tests.conftest import REPO, WORKFLOWS
 
@@ -211,7 +212,7 @@ def start_stack(
         (directory / name).write_text(text)
     reports: list[str] = []
     with handler_environment(conninfo):
-        engine = Engine(conninfo, registry=FunctionRegistry(), workers=8)
+        engine = local_engine(conninfo, registry=FunctionRegistry(), workers=8)
         engine.start()
         try:
             with rest_api_in_thread(

@@ -41,6 +41,7 @@ from switchyard.engine.commands import StartExecution
 from switchyard.engine.dispatch import FunctionRegistry
 from switchyard.engine.engine import Engine
 from switchyard.local.engine_client import EngineCommands
+from switchyard.local.stack import local_engine
 from switchyard.local.workflows import install
 from tests.unit.api.support import handler_environment
 
@@ -264,7 +265,7 @@ def approval_bed(
             patch.setenv(SLACK_BOT_TOKEN_ENV, SLACK_BOT_TOKEN)
             patch.setenv(SLACK_SIGNING_SECRET_ENV, SLACK_SIGNING_SECRET)
             patch.setenv(SLACK_API_URL_ENV, f"http://127.0.0.1:{slack_server.server_port}")
-            engine = Engine(conninfo, registry=FunctionRegistry(), workers=4, clock=clock)
+            engine = local_engine(conninfo, registry=FunctionRegistry(), workers=4, clock=clock)
             engine.start()
             try:
                 with uvicorn_serving(app) as url:

@@ -17,6 +17,7 @@ from switchyard.engine.commands import StartExecution
 from switchyard.engine.dispatch import FunctionRegistry
 from switchyard.engine.engine import Engine
 from switchyard.engine.store import EngineStore
+from switchyard.local.stack import local_engine
 from tests.pg import fresh_database
 
 TASK = {
@@ -49,7 +50,7 @@ def first_batch(database: str, commands: list[StartExecution]) -> tuple[Engine, 
     """Queue the commands before the coordinator runs, so that they make up its first batch."""
     registry = FunctionRegistry()
     registry.register("echo", lambda event, context: event)
-    engine = Engine(database, registry=registry)
+    engine = local_engine(database, registry=registry)
     futures: list[Future[Any]] = []
     for command in commands:
         command.reply = Future()

@@ -23,7 +23,7 @@ from switchyard.engine import errors, fencing, machines
 from switchyard.engine.commands import StartExecution
 from switchyard.engine.dispatch import FunctionRegistry
 from switchyard.engine.engine import Engine
-from switchyard.engine.serve import EngineProcess
+from switchyard.local.stack import engine_process, local_engine
 from tests.pg import fresh_database
 from tests.pg_private import private_server
 
@@ -118,7 +118,7 @@ def test_connections_terminated_mid_batch_lose_no_run_and_repeat_no_step(
     database: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     calls = Calls()
-    engine = Engine(database, registry=calls.registry(), workers=8)
+    engine = local_engine(database, registry=calls.registry(), workers=8)
     engine.start()
     kills: list[int] = []
 
@@ -162,7 +162,7 @@ def test_the_engine_is_unhealthy_while_the_database_is_gone_and_waits_without_sp
     `ALLOW_CONNECTIONS false`, which a restart or an outage looks like to a client): the engine
     reports itself unhealthy, attempts few reconnections (backoff), and is back when it is."""
     calls = Calls()
-    engine = Engine(database, registry=calls.registry(), workers=2)
+    engine = local_engine(database, registry=calls.registry(), workers=2)
     engine.start()
     name = database.rsplit("dbname=", 1)[1]
     admin = database.rsplit("dbname=", 1)[0] + "dbname=postgres"
@@ -222,11 +222,11 @@ def test_an_engine_that_lost_its_lock_is_fenced_off_by_the_one_that_took_over(
     it and claims the database. The first may not commit again: its commands are refused, it is
     unhealthy, and every run finishes with each step entered once."""
     calls = Calls()
-    first = EngineProcess(database)
+    first = engine_process(database)
     first.engine.registry = calls.registry()
     first.engine._dispatcher._registry = first.engine.registry
     assert first.start(wait=False)
-    second = EngineProcess(database)
+    second = engine_process(database)
     second.engine.registry = calls.registry()
     second.engine._dispatcher._registry = second.engine.registry
     try:
@@ -269,7 +269,7 @@ def test_a_postgresql_restart_under_load_loses_no_run() -> None:
     """On a server of the test's own, restarted three times while runs go through."""
     with private_server() as server:
         calls = Calls()
-        engine = Engine(server.conninfo, registry=calls.registry(), workers=8)
+        engine = local_engine(server.conninfo, registry=calls.registry(), workers=8)
         engine.start()
         try:
             arn = install_machine(engine)
@@ -307,7 +307,7 @@ def test_a_task_that_lost_its_database_connection_is_called_again(database: str)
         return {"ok": True}
 
     registry.register("count", count)
-    engine = Engine(database, registry=registry, workers=2)
+    engine = local_engine(database, registry=registry, workers=2)
     engine.start()
     try:
         arn = install_machine(engine)
@@ -323,7 +323,7 @@ def test_two_engines_through_a_postgresql_restart_never_both_commit() -> None:
     each restart exactly one of them owns the database (whichever took the lock first), and
     every run finishes with each step entered once."""
     with private_server() as server:
-        processes = [EngineProcess(server.conninfo), EngineProcess(server.conninfo)]
+        processes = [engine_process(server.conninfo), engine_process(server.conninfo)]
         calls = Calls()
         for process in processes:
             process.engine.registry = calls.registry()

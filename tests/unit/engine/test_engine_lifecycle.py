@@ -17,6 +17,7 @@ from switchyard.engine import errors, machines
 from switchyard.engine.commands import Callback, RedriveExecution, StartExecution, StopExecution
 from switchyard.engine.dispatch import FunctionRegistry
 from switchyard.engine.engine import Engine
+from switchyard.local.stack import local_engine
 from tests.pg import fresh_database
 
 FN = "arn:aws:states:::lambda:invoke"
@@ -75,7 +76,7 @@ def calls() -> Calls:
 
 @pytest.fixture
 def engine(database: str, calls: Calls) -> Iterator[Engine]:
-    engine = Engine(database, registry=registry(calls))
+    engine = local_engine(database, registry=registry(calls))
     engine.start()
     yield engine
     calls.release.set()
@@ -227,7 +228,7 @@ def test_start_is_idempotent_by_name_and_input(engine: Engine) -> None:
 
 
 def test_a_task_in_flight_at_a_crash_runs_again_after_restart(database: str, calls: Calls) -> None:
-    first = Engine(database, registry=registry(calls))
+    first = local_engine(database, registry=registry(calls))
     first.start()
     arn = machine(
         first,
@@ -246,7 +247,7 @@ def test_a_task_in_flight_at_a_crash_runs_again_after_restart(database: str, cal
     first._thread.join(timeout=5)
     calls.release.set()
     time.sleep(0.1)
-    second = Engine(database, registry=registry(calls))
+    second = local_engine(database, registry=registry(calls))
     second.start()
     try:
         assert second.wait(execution, timeout=10) == "SUCCEEDED"
@@ -257,7 +258,7 @@ def test_a_task_in_flight_at_a_crash_runs_again_after_restart(database: str, cal
 
 
 def test_a_timer_survives_a_restart(database: str, calls: Calls) -> None:
-    first = Engine(database, registry=registry(calls))
+    first = local_engine(database, registry=registry(calls))
     first.start()
     arn = machine(
         first,
@@ -269,7 +270,7 @@ def test_a_timer_survives_a_restart(database: str, calls: Calls) -> None:
     execution = start(first, arn)
     first.close()
     started = time.monotonic()
-    second = Engine(database, registry=registry(calls))
+    second = local_engine(database, registry=registry(calls))
     second.start()
     try:
         assert second.wait(execution, timeout=10) == "SUCCEEDED"

@@ -16,8 +16,8 @@ from switchyard.engine import machines
 from switchyard.engine.arns import Arns
 from switchyard.engine.commands import StartExecution
 from switchyard.engine.dispatch import FunctionRegistry
-from switchyard.engine.engine import Engine
 from switchyard.engine.store import EngineStore
+from switchyard.local.stack import local_engine
 from tests.pg import fresh_database
 
 LAMBDA = "arn:aws:states:::lambda:invoke"
@@ -95,7 +95,7 @@ def order_of_calls(database: str, small_priority: str, *, fair: bool = True) -> 
     work = Work()
     registry = FunctionRegistry(None)
     registry.register("work", work)
-    engine = Engine(database, registry=registry, workers=1)
+    engine = local_engine(database, registry=registry, workers=1)
     if not fair:
         engine._dispatcher._ready.fair = False  # the order before priorities: arrival
     engine.start()

@@ -18,7 +18,7 @@ import pytest
 from switchyard.engine import machines
 from switchyard.engine.commands import StartExecution
 from switchyard.engine.dispatch import FunctionRegistry
-from switchyard.engine.engine import Engine
+from switchyard.local.stack import local_engine
 from tests.pg import fresh_database
 
 COSTLY_MAP = {
@@ -79,7 +79,7 @@ def test_items_in_flight_when_a_map_fails_count_in_the_run_cost(database: str) -
         return {"status": "completed", "output": {"text": "ok"}, "cost_usd": 0.04, "usage": usage}
 
     registry.register("agent_step", agent_step)
-    engine = Engine(database, registry=registry, workers=4)
+    engine = local_engine(database, registry=registry, workers=4)
     engine.start()
     try:
         with engine.read() as store:

@@ -19,6 +19,7 @@ import pytest
 from switchyard.engine.commands import StartExecution, StopExecution
 from switchyard.engine.engine import Engine
 from switchyard.local.report import find_run, list_runs, run_view
+from switchyard.local.stack import local_engine
 from switchyard.local.workflows import install
 from tests.pg import fresh_database
 
@@ -88,7 +89,7 @@ def clock() -> FastForward:
 @pytest.fixture
 def engine(conninfo: str, clock: FastForward, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
     monkeypatch.setenv("DATABASE_URL", conninfo)  # approval_notify records gates there
-    engine = Engine(conninfo, clock=clock)
+    engine = local_engine(conninfo, clock=clock)
     engine.start()
     try:
         yield engine
@@ -244,7 +245,7 @@ def test_recovery_stops_a_child_whose_parent_ended_before_it_was_stopped(
     conninfo: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DATABASE_URL", conninfo)
-    first = Engine(conninfo)
+    first = local_engine(conninfo)
     first.start()
     try:
         execution = start(
@@ -257,7 +258,7 @@ def test_recovery_stops_a_child_whose_parent_ended_before_it_was_stopped(
     # follow-up stopped the child: the parent is final, the child still RUNNING.
     with psycopg.connect(conninfo) as conn:
         conn.execute("UPDATE sfn_executions SET status = 'ABORTED' WHERE arn = %s", (execution,))
-    second = Engine(conninfo)
+    second = local_engine(conninfo)
     second.start()
     try:
         child_run, _, error = until(

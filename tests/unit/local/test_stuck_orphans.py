@@ -11,7 +11,7 @@ import pytest
 
 from switchyard.engine.commands import StartExecution
 from switchyard.engine.dispatch import FunctionRegistry
-from switchyard.engine.engine import Engine
+from switchyard.local.stack import local_engine
 from switchyard.local.stuck import stuck_runs
 from switchyard.local.workflows import install
 from tests.conftest import FIXTURES
@@ -33,7 +33,7 @@ def _timer_due(conninfo: str) -> float | None:
 def test_a_timer_no_engine_fires_is_stuck_until_an_engine_runs_again() -> None:
     key = uuid.uuid4().hex[:12]
     with fresh_database() as conninfo, handler_environment(conninfo):
-        engine = Engine(conninfo, registry=FunctionRegistry(), workers=2)
+        engine = local_engine(conninfo, registry=FunctionRegistry(), workers=2)
         engine.start()
         try:
             with engine.read() as store:
@@ -55,7 +55,7 @@ def test_a_timer_no_engine_fires_is_stuck_until_an_engine_runs_again() -> None:
         assert (wait.kind, wait.state) == ("timer", "call")
         assert wait.due_at is not None and abs(wait.due_at.timestamp() - due) < 0.01
 
-        engine = Engine(conninfo, registry=FunctionRegistry(), workers=2)
+        engine = local_engine(conninfo, registry=FunctionRegistry(), workers=2)
         engine.start()
         try:
             assert engine.wait(started["executionArn"], timeout=20) == "SUCCEEDED"

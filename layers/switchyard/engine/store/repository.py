@@ -12,10 +12,28 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from switchyard.engine.interpreter.model import Execution, TimerRequest, Transition
+from switchyard.engine.interpreter.model import Execution, TaskRequest, TimerRequest, Transition
 from switchyard.engine.store.codec import frame_from_json, frame_to_json, json_text
 
 Connection = psycopg.Connection[Any]
+
+ORPHANS_SQL = """
+SELECT c.arn, p.name, p.status
+  FROM sfn_executions c
+  JOIN sfn_executions p ON p.id = (c.parent->>'execution_id')::bigint
+ WHERE c.status = 'RUNNING' AND p.status <> 'RUNNING' AND NOT c.options ? 'recorded_from'
+"""
+RUNNING_CHILDREN_SQL = """
+SELECT arn FROM sfn_executions
+ WHERE status = 'RUNNING' AND (parent->>'execution_id')::bigint = %s
+   AND (parent->>'frame')::int = %s AND (parent->>'attempt')::int = %s
+"""
+SET_PARENT_SQL = "UPDATE sfn_executions SET parent = %s::jsonb WHERE id = %s"
+REDRIVEN_SQL = "UPDATE sfn_executions SET redrive_at = %s WHERE id = %s"
+TASK_SQL = """
+SELECT kind, resource, parameters, token, timeout_seconds FROM sfn_tasks
+ WHERE execution_id = %s AND frame_id = %s AND attempt = %s
+"""
 
 
 def _json(value: Any) -> str:
@@ -450,17 +468,32 @@ class EngineStore:
             .fetchall()
         )
 
-    def expire_calls_in_progress(self) -> int:
-        """Let every idempotent call in progress be tried again (`idempotency_records`, the
-        step runtime's Powertools table): when an engine takes over a database, the calls ran
-        inside the engine that died and none is still running. (A crashed Lambda's record waits
-        for its deadline instead, which may be 15 minutes.)"""
-        cursor = self.conn.execute(
-            "UPDATE idempotency_records SET in_progress_expiry_timestamp ="
-            " (extract(epoch FROM clock_timestamp()) * 1000)::bigint - 1"
-            " WHERE status = 'INPROGRESS'"
-        )
-        return int(cursor.rowcount)
+    def orphaned_children(self) -> list[tuple[str, str, str]]:
+        """(child ARN, parent name, parent status) of the running children whose parent has
+        ended (an engine stopped before it stopped them). Executions the recorder mirrors from
+        AWS are not the engine's to stop."""
+        rows = self.conn.execute(ORPHANS_SQL).fetchall()
+        return [(str(arn), str(name), str(status)) for arn, name, status in rows]
+
+    def running_children(self, execution_id: int, frame_id: int, attempt: int) -> list[str]:
+        """The ARNs of the running children a task of this execution started."""
+        rows = self.conn.execute(RUNNING_CHILDREN_SQL, (execution_id, frame_id, attempt))
+        return [str(row[0]) for row in rows.fetchall()]
+
+    def set_parent(self, execution_id: int, parent: dict[str, Any]) -> None:
+        self.conn.execute(SET_PARENT_SQL, (_json(parent), execution_id))
+
+    def mark_redriven(self, execution_id: int, at: datetime) -> None:
+        self.conn.execute(REDRIVEN_SQL, (at, execution_id))
+
+    def task_request(
+        self, execution_arn: str, execution_id: int, frame_id: int, attempt: int
+    ) -> TaskRequest | None:
+        """The dispatched, unfinished task of this frame and attempt, if any."""
+        row = self.conn.execute(TASK_SQL, (execution_id, frame_id, attempt)).fetchone()
+        if row is None:
+            return None
+        return TaskRequest(execution_arn, frame_id, attempt, row[0], row[1], row[2], row[3], row[4])
 
     def tokens(self, tokens: Sequence[str]) -> dict[str, tuple[int, int, bool]]:
         """`token` for many tokens at once (the ones ever issued)."""

@@ -18,6 +18,7 @@ from botocore.config import Config
 from switchyard.engine.api import SfnApiServer, sfn_api_in_thread
 from switchyard.engine.dispatch import FunctionRegistry
 from switchyard.engine.engine import Engine
+from switchyard.local.stack import local_engine
 
 ROLE = "arn:aws:iam::000000000000:role/test"
 CREDENTIALS = {"aws_access_key_id": "x", "aws_secret_access_key": "x", "region_name": "us-east-1"}
@@ -177,7 +178,7 @@ def _check_shape(shape: Any, value: Any, path: str) -> None:
 @contextmanager
 def start_endpoint(conninfo: str) -> Iterator[Endpoint]:
     functions = Functions()
-    engine = Engine(conninfo, registry=functions.registry(), workers=4)
+    engine = local_engine(conninfo, registry=functions.registry(), workers=4)
     engine.start()
     try:
         with sfn_api_in_thread(engine) as server:

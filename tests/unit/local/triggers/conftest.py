@@ -15,6 +15,7 @@ from psycopg_pool import ConnectionPool
 
 from switchyard.engine.engine import Engine
 from switchyard.local.engine_client import EngineCommands
+from switchyard.local.stack import local_engine
 from switchyard.local.triggers import TriggerService, trigger_specs
 from switchyard.local.workflows import Installed, install
 from tests.pg import fresh_database
@@ -89,7 +90,7 @@ class Stack:
 def base() -> Iterator[tuple[str, Engine, ConnectionPool]]:
     with fresh_database() as conninfo, pytest.MonkeyPatch.context() as patch:
         patch.setenv("DATABASE_URL", conninfo)  # approval_notify records its gate there
-        engine = Engine(conninfo)
+        engine = local_engine(conninfo)
         engine.start()
         pool = ConnectionPool(conninfo, min_size=1, max_size=4, open=True)
         try:
