@@ -128,7 +128,7 @@ def run_engine(
         row = store.execution_row(arn=execution)
         assert row is not None
         events = [
-            row_["details"] for row_ in store.history(row.id, after=0, limit=10_000, reverse=False)
+            row_.details for row_ in store.history(row.id, after=0, limit=10_000, reverse=False)
         ]
     return _outcome(status, row.output, row.error, events)
 

@@ -500,15 +500,15 @@ class Engine:
             version = self._store.version(arn)
             if version is None:
                 raise errors.StateMachineDoesNotExist(f"State Machine Does Not Exist: '{arn}'")
-            return base, arn, version["definition_hash"]
+            return base, arn, version.definition_hash
         alias = self._store.alias(arn)
         if alias is None:
             raise errors.ResourceNotFound(f"Resource not found: '{arn}'")
-        target = max(alias["routing"], key=lambda r: r.get("weight", 0))["stateMachineVersionArn"]
+        target = max(alias.routing, key=lambda r: r.get("weight", 0))["stateMachineVersionArn"]
         version = self._store.version(target)
         if version is None:
             raise errors.StateMachineDoesNotExist(f"State Machine Does Not Exist: '{target}'")
-        return base, target, version["definition_hash"]
+        return base, target, version.definition_hash
 
     def _parsed(self, digest: str) -> StateMachine:
         machine = self._machines.get(digest)
@@ -714,7 +714,7 @@ class Engine:
         if known:
             return request
         assert self._store is not None
-        return self._store.task_request(execution.arn, execution.id, frame_id, attempt)
+        return self._store.task_request(execution.id, frame_id, attempt)
 
     def _callback(self, command: Callback, batch: _Batch) -> dict[str, Any]:
         assert self._store is not None and self._conn is not None
@@ -723,14 +723,14 @@ class Engine:
             found = self._store.token(command.token)
         if found is None:
             raise errors.TaskDoesNotExist("Task Does Not Exist")
-        if found[2]:
+        if found.closed:
             raise errors.TaskTimedOut("Task Timed Out")
-        execution = self._load(execution_id=found[0])
+        execution = self._load(execution_id=found.execution_id)
         if execution is None:
             raise errors.TaskDoesNotExist("Task Does Not Exist")
         if execution.status.is_final:
             raise errors.TaskTimedOut("Task Timed Out")
-        frame = execution.frames.get(found[1])
+        frame = execution.frames.get(found.frame_id)
         if frame is None or (frame.task or {}).get("token") != command.token:
             raise errors.TaskTimedOut("Task Timed Out")
         attempt = frame.attempt
@@ -1262,29 +1262,25 @@ class Engine:
         re-dispatched steps may call again instead of waiting out the Lambda deadline."""
         assert self._store is not None and self._conn is not None
         self._hooks.on_recover(RecoverInput(self._conn))
-        for row in self._store.timers():
+        for timer in self._store.timers():
             self._timers.set(
-                (row["execution_id"], row["frame_id"], row["kind"]), row["fire_at"], row["attempt"]
+                (timer.execution_id, timer.frame_id, timer.kind), timer.fire_at, timer.attempt
             )
         pending = self._store.pending_tasks()
         orphans = {  # their parent ended before it stopped them
-            arn: stopped_by(name, ExecutionStatus(status))
-            for arn, name, status in self._store.orphaned_children()
+            orphan.arn: stopped_by(orphan.parent_name, ExecutionStatus(orphan.parent_status))
+            for orphan in self._store.orphaned_children()
         }
         self._conn.commit()
         for arn, cause in orphans.items():
             self._inbox.put(StopExecution(arn, error="States.Aborted", cause=cause))
-        for row in pending:
-            if row["execution_arn"] in orphans:
+        for task in pending:
+            if task.execution_arn in orphans:
                 continue
-            request = TaskRequest(
-                row["execution_arn"], row["frame_id"], row["attempt"], row["kind"], row["resource"],
-                row["parameters"], row["token"], row["timeout_seconds"],
-            )  # fmt: skip
-            execution = self._load(execution_id=row["execution_id"])
+            execution = self._load(execution_id=task.execution_id)
             self._conn.commit()
             if execution is not None:
-                self._dispatch(execution, request)
+                self._dispatch(execution, task.request())
 
 
 def _lambda_result(payload: Any) -> dict[str, Any]:

@@ -103,13 +103,13 @@ def publish(
 
 
 def _publish(store: EngineStore, machine: MachineRow, description: str | None) -> dict[str, Any]:
-    version_arn, _, created = store.publish_version(
+    published = store.publish_version(
         machine.arn,
         digest=machine.definition_hash,
         revision=machine.revision_id,
         description=description,
     )
-    return {"stateMachineVersionArn": version_arn, "_created": created}
+    return {"stateMachineVersionArn": published.arn, "_created": published.created_at}
 
 
 def describe(store: EngineStore, arn: str) -> dict[str, Any]:
@@ -120,7 +120,7 @@ def describe(store: EngineStore, arn: str) -> dict[str, Any]:
         if version is None:
             raise errors.StateMachineDoesNotExist(f"State Machine Does Not Exist: '{arn}'")
         return _description(
-            machine, version["definition"], arn, version["created_at"], version["description"]
+            machine, version.definition, arn, version.created_at, version.description
         )
     return _description(
         machine, machine.definition, machine.arn, machine.created_at, machine.description
@@ -157,8 +157,7 @@ def list_machines(store: EngineStore) -> list[dict[str, Any]]:
 def list_versions(store: EngineStore, arn: str) -> list[dict[str, Any]]:
     _machine(store, arn)
     return [
-        {"stateMachineVersionArn": v["arn"], "creationDate": v["created_at"]}
-        for v in store.versions(arn)
+        {"stateMachineVersionArn": v.arn, "creationDate": v.created_at} for v in store.versions(arn)
     ]
 
 
@@ -183,7 +182,7 @@ def create_alias(
     store.upsert_alias(arn, base, name, routing, description)
     alias = store.alias(arn)
     assert alias is not None
-    return {"stateMachineAliasArn": arn, "creationDate": alias["created_at"]}
+    return {"stateMachineAliasArn": arn, "creationDate": alias.created_at}
 
 
 def _machine(store: EngineStore, arn: str) -> MachineRow:

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from switchyard.engine.arns import split_machine_arn
 from switchyard.engine.commands import Callback, Command, StartExecution, TaskDone, TimerFired
 from switchyard.engine.interpreter import TaskRequest
-from switchyard.engine.store import EngineStore, ExecutionRow
+from switchyard.engine.store import EngineStore, ExecutionRow, TaskRow, TokenRow
+from switchyard.engine.store.rows import FrameRow
 
 _ID_BLOCK = 64
 
@@ -55,10 +55,10 @@ class Prefetch:
     machines_read: set[str] = field(default_factory=set)
     existing: dict[tuple[str, str], ExecutionRow] = field(default_factory=dict)
     names_read: set[tuple[str, str]] = field(default_factory=set)
-    tokens: dict[str, tuple[int, int, bool]] = field(default_factory=dict)
+    tokens: dict[str, TokenRow] = field(default_factory=dict)
     tokens_read: set[str] = field(default_factory=set)
     rows: dict[int, ExecutionRow] = field(default_factory=dict)
-    frames: dict[int, list[tuple[int, dict[str, Any]]]] = field(default_factory=dict)
+    frames: dict[int, list[FrameRow]] = field(default_factory=dict)
     tasks: dict[TaskKey, TaskRequest] = field(default_factory=dict)
     tasks_read: set[int] = field(default_factory=set)
 
@@ -81,7 +81,7 @@ class Prefetch:
             found.tokens_read = set(tokens)
         wanted = {c.execution_id for c in commands if isinstance(c, TimerFired)}
         wanted |= {c.outcome.key[0] for c in commands if isinstance(c, TaskDone)}
-        waiting = {execution for execution, _, closed in found.tokens.values() if not closed}
+        waiting = {row.execution_id for row in found.tokens.values() if not row.closed}
         load = {i for i in wanted | waiting if not cached(i)}
         rows = store.execution_rows_later(load) if load else None
         frames = store.frames_of_later(load) if load else None
@@ -105,13 +105,9 @@ class Prefetch:
             self.names_read = names
         reserved()
 
-    def _read_tasks(self, rows: list[dict[str, Any]], executions: set[int]) -> None:
+    def _read_tasks(self, rows: list[TaskRow], executions: set[int]) -> None:
         for row in rows:
-            key = (int(row["execution_id"]), int(row["frame_id"]), int(row["attempt"]))
-            self.tasks[key] = TaskRequest(
-                row["execution_arn"], row["frame_id"], row["attempt"], row["kind"],
-                row["resource"], row["parameters"], row["token"], row["timeout_seconds"],
-            )  # fmt: skip
+            self.tasks[row.key] = row.request()
         self.tasks_read = executions
 
     def machine_hash(self, arn: str) -> tuple[bool, str | None]:
@@ -126,13 +122,13 @@ class Prefetch:
             return False, None
         return True, self.existing.get((machine_arn, name))
 
-    def frames_of(self, execution_id: int) -> list[tuple[int, dict[str, Any]]] | None:
+    def frames_of(self, execution_id: int) -> list[FrameRow] | None:
         """The frames read for an execution whose row was read, else None."""
         if execution_id not in self.rows:
             return None
         return self.frames.get(execution_id, [])
 
-    def token(self, token: str) -> tuple[bool, tuple[int, int, bool] | None]:
+    def token(self, token: str) -> tuple[bool, TokenRow | None]:
         if token not in self.tokens_read:
             return False, None
         return True, self.tokens.get(token)

@@ -120,7 +120,7 @@ def _refuse_changed_version(
     another definition under the same number would make them lie (Step Functions would publish
     another machine version silently)."""
     alias = store.alias(alias_arn)
-    description = str((alias or {}).get("description") or "")
+    description = (alias.description if alias else None) or ""
     if _DIGEST not in description:
         return  # not installed yet, or installed before digests were recorded
     if description.rsplit(_DIGEST, 1)[1].strip() == digest:

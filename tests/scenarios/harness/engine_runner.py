@@ -15,6 +15,7 @@ from switchyard.engine import machines
 from switchyard.engine.commands import Callback, StartExecution, StopExecution
 from switchyard.engine.dispatch import FunctionRegistry
 from switchyard.engine.engine import Engine
+from switchyard.engine.store import HistoryRow
 from switchyard.engine.substitution import local_values, substitute
 from tests.scenarios.harness.moto_runner import (
     DEADLINE_SECONDS,
@@ -63,9 +64,7 @@ def run_on_engine(
         events = [
             _as_event(e) for e in store.history(row.id, after=0, limit=100_000, reverse=False)
         ]
-        letters = [
-            json.loads(d["body"]) for d in store.dead_letters() if d["execution_id"] == row.id
-        ]
+        letters = [json.loads(d.body) for d in store.dead_letters() if d.execution_id == row.id]
     steps, entered = records_from_history(events)
     return Outcome(
         status=STATUS[status],
@@ -80,8 +79,8 @@ def run_on_engine(
     )
 
 
-def _as_event(row: dict[str, Any]) -> dict[str, Any]:
-    return {"id": row["event_id"], "type": row["type"], **row["details"]}
+def _as_event(row: HistoryRow) -> dict[str, Any]:
+    return {"id": row.event_id, "type": row.type, **row.details}
 
 
 def _drive(engine: Engine, execution: str, functions: ScriptedFunctions, scenario: Scenario) -> str:

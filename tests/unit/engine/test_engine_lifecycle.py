@@ -103,7 +103,7 @@ def history_types(engine: Engine, execution: str) -> list[str]:
     with engine.read() as store:
         row = store.execution_row(arn=execution)
         assert row is not None
-        return [e["type"] for e in store.history(row.id, after=0, limit=100_000, reverse=False)]
+        return [e.type for e in store.history(row.id, after=0, limit=100_000, reverse=False)]
 
 
 def task(function: str, **extra: Any) -> dict[str, Any]:

@@ -57,11 +57,11 @@ def test_a_pinned_sub_workflow_starts_its_versions_alias(pg_conninfo: str, tmp_p
         v1, v2 = store.alias(f"{child}:v1"), store.alias(f"{child}:v2")
         assert v1 is not None and v2 is not None
         definitions = {
-            alias["name"]: store.version(alias["routing"][0]["stateMachineVersionArn"])
+            alias.name: store.version(alias.routing[0]["stateMachineVersionArn"])
             for alias in (v1, v2)
         }
-        assert "example.com/v1" in definitions["v1"]["definition"]  # type: ignore[index]
-        assert "example.com/v2" in definitions["v2"]["definition"]  # type: ignore[index]
+        assert "example.com/v1" in definitions["v1"].definition  # type: ignore[union-attr]
+        assert "example.com/v2" in definitions["v2"].definition  # type: ignore[union-attr]
         assert parent.alias_arn == f"{parent.machine_arn}:v1"
 
 

@@ -11,7 +11,7 @@ from switchyard.engine.api.operation import ApiContext, Operation, Request, Resp
 from switchyard.engine.arns import machine_name
 from switchyard.engine.commands import RedriveExecution, StartExecution, StopExecution
 from switchyard.engine.interpreter.events import to_text
-from switchyard.engine.store import EngineStore, ExecutionRow
+from switchyard.engine.store import EngineStore, ExecutionRow, HistoryRow
 
 ALIAS_OPTION = "stateMachineAliasArn"
 """The execution option that remembers the alias a start named (the engine resolves an alias to
@@ -90,7 +90,7 @@ def get_execution_history(api: ApiContext, request: Request) -> Response:
         row = _execution(store, arn)
         rows = store.history(row.id, after=after or 0, limit=size + 1, reverse=reverse)
     token = (
-        pagination.issue("GetExecutionHistory", filters, rows[size - 1]["event_id"])
+        pagination.issue("GetExecutionHistory", filters, rows[size - 1].event_id)
         if len(rows) > size
         else None
     )
@@ -127,8 +127,9 @@ def describe_state_machine_for_execution(api: ApiContext, request: Request) -> R
         definition = store.definition(row.definition_hash)
         machine = store.machine(row.machine_arn)
         version = store.version(row.version_arn) if row.version_arn else None
+    revision: str | None
     if version is not None:
-        revision, updated = version["revision_id"], version["created_at"]
+        revision, updated = version.revision_id, version.created_at
     elif machine is not None:
         current = machine.definition_hash == row.definition_hash
         revision, updated = (machine.revision_id if current else None), machine.updated_at
@@ -190,18 +191,18 @@ def _summary(row: ExecutionRow) -> dict[str, Any]:
     }
 
 
-def _event(row: dict[str, Any], *, include_data: bool) -> dict[str, Any]:
-    details: dict[str, Any] = row["details"]
+def _event(row: HistoryRow, *, include_data: bool) -> dict[str, Any]:
+    details: dict[str, Any] = row.details
     if not include_data:
         details = {
             key: {name: value for name, value in fields.items() if name not in _EXECUTION_DATA}
             for key, fields in details.items()
         }
     return {
-        "timestamp": row["at"],
-        "type": row["type"],
-        "id": row["event_id"],
-        "previousEventId": row["previous_event_id"],
+        "timestamp": row.at,
+        "type": row.type,
+        "id": row.event_id,
+        "previousEventId": row.previous_event_id,
         **details,
     }
 

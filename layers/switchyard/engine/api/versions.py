@@ -9,7 +9,7 @@ from switchyard.engine import errors, machines
 from switchyard.engine.api import pagination, wire
 from switchyard.engine.api.errors import ConflictException
 from switchyard.engine.api.operation import ApiContext, Operation, Request, Response
-from switchyard.engine.store import EngineStore
+from switchyard.engine.store import AliasRow, EngineStore
 
 _VERSION = frozenset({"version"})
 _ALIAS = frozenset({"alias"})
@@ -50,9 +50,9 @@ def delete_state_machine_version(api: ApiContext, request: Request) -> Response:
         raise errors.InvalidArn(f"Invalid Arn: 'Not a state machine version ARN: {arn}'")
     with api.engine.read() as store, store.conn.transaction():
         for alias in store.aliases(base):
-            if any(route["stateMachineVersionArn"] == arn for route in alias["routing"]):
+            if any(route["stateMachineVersionArn"] == arn for route in alias.routing):
                 raise ConflictException(
-                    f"Version '{arn}' is routed to by alias '{alias['arn']}': update or delete"
+                    f"Version '{arn}' is routed to by alias '{alias.arn}': update or delete"
                     " the alias first"
                 )
         store.delete_version(arn)
@@ -69,11 +69,11 @@ def create_state_machine_alias(api: ApiContext, request: Request) -> Response:
     with api.engine.read() as store, store.conn.transaction():
         existing = store.alias(arn)
         if existing is not None:  # idempotent for the same configuration, as on AWS
-            if existing["routing"] != routing or existing["description"] != description:
+            if existing.routing != routing or existing.description != description:
                 raise ConflictException(
                     f"Alias '{arn}' already exists with a different configuration"
                 )
-            return {"stateMachineAliasArn": arn, "creationDate": existing["created_at"]}
+            return {"stateMachineAliasArn": arn, "creationDate": existing.created_at}
         return machines.create_alias(
             store, name=request["name"], routing=routing, description=description
         )
@@ -85,12 +85,12 @@ def describe_state_machine_alias(api: ApiContext, request: Request) -> Response:
         alias = _alias(store, arn)
     return wire.compact(
         {
-            "stateMachineAliasArn": alias["arn"],
-            "name": alias["name"],
-            "description": alias["description"],
-            "routingConfiguration": alias["routing"],
-            "creationDate": alias["created_at"],
-            "updateDate": alias["updated_at"],
+            "stateMachineAliasArn": alias.arn,
+            "name": alias.name,
+            "description": alias.description,
+            "routingConfiguration": alias.routing,
+            "creationDate": alias.created_at,
+            "updateDate": alias.updated_at,
         }
     )
 
@@ -101,7 +101,7 @@ def list_state_machine_aliases(api: ApiContext, request: Request) -> Response:
         if store.machine(arn) is None:
             raise errors.StateMachineDoesNotExist(f"State Machine Does Not Exist: '{arn}'")
         listed = [
-            {"stateMachineAliasArn": a["arn"], "creationDate": a["created_at"]}
+            {"stateMachineAliasArn": a.arn, "creationDate": a.created_at}
             for a in store.aliases(arn)
         ]
     page, token = pagination.offset_page("ListStateMachineAliases", {"arn": arn}, request, listed)
@@ -116,19 +116,17 @@ def update_state_machine_alias(api: ApiContext, request: Request) -> Response:
         )
     with api.engine.read() as store, store.conn.transaction():
         alias = _alias(store, arn)
-        routing = alias["routing"]
+        routing = alias.routing
         if request.get("routingConfiguration") is not None:
             base, routing = _routing(request["routingConfiguration"])
-            if base != alias["machine_arn"]:
+            if base != alias.machine_arn:
                 raise errors.ValidationException(
                     f"The routing configuration of '{arn}' must name versions of"
-                    f" '{alias['machine_arn']}'"
+                    f" '{alias.machine_arn}'"
                 )
             _versions_exist(store, routing)
-        store.upsert_alias(
-            arn, alias["machine_arn"], alias["name"], routing, request.get("description")
-        )
-        return {"updateDate": _alias(store, arn)["updated_at"]}
+        store.upsert_alias(arn, alias.machine_arn, alias.name, routing, request.get("description"))
+        return {"updateDate": _alias(store, arn).updated_at}
 
 
 def delete_state_machine_alias(api: ApiContext, request: Request) -> Response:
@@ -146,7 +144,7 @@ def _alias_arn(arn: str) -> str:
     return arn
 
 
-def _alias(store: EngineStore, arn: str) -> dict[str, Any]:
+def _alias(store: EngineStore, arn: str) -> AliasRow:
     alias = store.alias(arn)
     if alias is None:
         raise errors.ResourceNotFound(f"Resource not found: '{arn}'")

@@ -1,39 +1,37 @@
 """Reads and writes of the engine's tables. The coordinator commits a batch of transitions in
-one database transaction (`write_transitions`); everything else here is a small query."""
+one database transaction (`write_transitions`); everything else here is a small query. The
+statements are in `sql.py`, the rows they read in `rows.py`."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import class_row
 
 from switchyard.engine.interpreter.model import Execution, TaskRequest, TimerRequest, Transition
+from switchyard.engine.store import sql
 from switchyard.engine.store.codec import frame_from_json, frame_to_json, json_text
+from switchyard.engine.store.rows import (
+    AliasRow,
+    DeadLetterRow,
+    ExecutionRow,
+    FrameRow,
+    HistoryRow,
+    MachineRow,
+    OrphanRow,
+    TaskRow,
+    TimerRow,
+    TokenRow,
+    VersionRef,
+    VersionRow,
+)
 
 Connection = psycopg.Connection[Any]
-
-ORPHANS_SQL = """
-SELECT c.arn, p.name, p.status
-  FROM sfn_executions c
-  JOIN sfn_executions p ON p.id = (c.parent->>'execution_id')::bigint
- WHERE c.status = 'RUNNING' AND p.status <> 'RUNNING' AND NOT c.options ? 'recorded_from'
-"""
-RUNNING_CHILDREN_SQL = """
-SELECT arn FROM sfn_executions
- WHERE status = 'RUNNING' AND (parent->>'execution_id')::bigint = %s
-   AND (parent->>'frame')::int = %s AND (parent->>'attempt')::int = %s
-"""
-SET_PARENT_SQL = "UPDATE sfn_executions SET parent = %s::jsonb WHERE id = %s"
-REDRIVEN_SQL = "UPDATE sfn_executions SET redrive_at = %s WHERE id = %s"
-TASK_SQL = """
-SELECT kind, resource, parameters, token, timeout_seconds FROM sfn_tasks
- WHERE execution_id = %s AND frame_id = %s AND attempt = %s
-"""
+Row = TypeVar("Row")
 
 
 def _json(value: Any) -> str:
@@ -44,64 +42,27 @@ def definition_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-@dataclass(frozen=True)
-class MachineRow:
-    arn: str
-    name: str
-    type: str
-    definition: str
-    definition_hash: str
-    role_arn: str
-    revision_id: str
-    description: str | None
-    created_at: datetime
-    updated_at: datetime
-
-
-@dataclass(frozen=True)
-class ExecutionRow:
-    id: int
-    arn: str
-    machine_arn: str
-    version_arn: str | None
-    definition_hash: str
-    name: str
-    status: str
-    input: Any
-    output: Any
-    error: str | None
-    cause: str | None
-    started_at: datetime
-    stopped_at: datetime | None
-    redrive_count: int
-    redrive_at: datetime | None
-    parent: dict[str, Any] | None
-    options: dict[str, Any]
-    next_event: int
-    next_frame: int
-    version: int
-
-
 class EngineStore:
     """Queries over one connection; the caller decides the transaction boundaries."""
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
+    def _one(self, row: type[Row], query: str, params: Sequence[Any] = ()) -> Row | None:
+        return self.conn.cursor(row_factory=class_row(row)).execute(query, params).fetchone()
+
+    def _all(self, row: type[Row], query: str, params: Sequence[Any] = ()) -> list[Row]:
+        return self.conn.cursor(row_factory=class_row(row)).execute(query, params).fetchall()
+
     # --- definitions and machines ------------------------------------------------------------
 
     def save_definition(self, text: str) -> str:
         digest = definition_hash(text)
-        self.conn.execute(
-            "INSERT INTO sfn_definitions (hash, definition) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-            (digest, text),
-        )
+        self.conn.execute(sql.INSERT_DEFINITION, (digest, text))
         return digest
 
     def definition(self, digest: str) -> str:
-        row = self.conn.execute(
-            "SELECT definition FROM sfn_definitions WHERE hash = %s", (digest,)
-        ).fetchone()
+        row = self.conn.execute(sql.DEFINITION, (digest,)).fetchone()
         if row is None:
             raise KeyError(digest)
         return str(row[0])
@@ -118,110 +79,49 @@ class EngineStore:
         description: str | None,
     ) -> None:
         self.conn.execute(
-            "INSERT INTO sfn_state_machines (arn, name, type, definition_hash, role_arn,"
-            " revision_id, description)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s)",
-            (arn, name, machine_type, digest, role_arn, revision, description),
+            sql.INSERT_MACHINE, (arn, name, machine_type, digest, role_arn, revision, description)
         )
 
     def update_machine(
         self, arn: str, *, digest: str | None, role_arn: str | None, revision: str
     ) -> None:
-        self.conn.execute(
-            "UPDATE sfn_state_machines SET definition_hash = COALESCE(%s, definition_hash),"
-            " role_arn = COALESCE(%s, role_arn), revision_id = %s, updated_at = now() WHERE arn ="
-            " %s",
-            (digest, role_arn, revision, arn),
-        )
+        self.conn.execute(sql.UPDATE_MACHINE, (digest, role_arn, revision, arn))
 
     def machine(self, arn: str) -> MachineRow | None:
-        row = (
-            self.conn.cursor(row_factory=dict_row)
-            .execute(
-                "SELECT m.*, d.definition FROM sfn_state_machines m"
-                " JOIN sfn_definitions d ON d.hash = m.definition_hash WHERE m.arn = %s",
-                (arn,),
-            )
-            .fetchone()
-        )
-        return _machine(row) if row else None
+        return self._one(MachineRow, sql.MACHINE, (arn,))
 
     def machine_by_name(self, name: str) -> MachineRow | None:
-        row = (
-            self.conn.cursor(row_factory=dict_row)
-            .execute(
-                "SELECT m.*, d.definition FROM sfn_state_machines m"
-                " JOIN sfn_definitions d ON d.hash = m.definition_hash WHERE m.name = %s",
-                (name,),
-            )
-            .fetchone()
-        )
-        return _machine(row) if row else None
+        return self._one(MachineRow, sql.MACHINE_BY_NAME, (name,))
 
     def machines(self) -> list[MachineRow]:
-        rows = (
-            self.conn.cursor(row_factory=dict_row)
-            .execute(
-                "SELECT m.*, d.definition FROM sfn_state_machines m"
-                " JOIN sfn_definitions d ON d.hash = m.definition_hash ORDER BY m.created_at,"
-                " m.name"
-            )
-            .fetchall()
-        )
-        return [_machine(row) for row in rows]
+        return self._all(MachineRow, sql.MACHINES)
 
     def delete_machine(self, arn: str) -> None:
-        self.conn.execute("DELETE FROM sfn_state_machines WHERE arn = %s", (arn,))
+        self.conn.execute(sql.DELETE_MACHINE, (arn,))
 
     def publish_version(
         self, machine_arn: str, *, digest: str, revision: str, description: str | None
-    ) -> tuple[str, int, datetime]:
-        row = self.conn.execute(
-            "SELECT version, arn, created_at FROM sfn_state_machine_versions WHERE machine_arn = %s"
-            " AND revision_id = %s",
-            (machine_arn, revision),
-        ).fetchone()
-        if row is not None:  # publishing the same revision again returns the same version
-            return str(row[1]), int(row[0]), row[2]
-        number = self.conn.execute(
-            "SELECT COALESCE(MAX(version), 0) + 1 FROM sfn_state_machine_versions WHERE"
-            " machine_arn = %s",
-            (machine_arn,),
-        ).fetchone()
+    ) -> VersionRef:
+        found = self._one(VersionRef, sql.VERSION_OF_REVISION, (machine_arn, revision))
+        if found is not None:  # publishing the same revision again returns the same version
+            return found
+        number = self.conn.execute(sql.NEXT_VERSION, (machine_arn,)).fetchone()
         assert number is not None
         version = int(number[0])
         arn = f"{machine_arn}:{version}"
-        created = self.conn.execute(
-            "INSERT INTO sfn_state_machine_versions (arn, machine_arn, version, definition_hash,"
-            " revision_id, description)"
-            " VALUES (%s, %s, %s, %s, %s, %s) RETURNING created_at",
+        created = self._one(
+            VersionRef,
+            sql.INSERT_VERSION,
             (arn, machine_arn, version, digest, revision, description),
-        ).fetchone()
+        )
         assert created is not None
-        return arn, version, created[0]
+        return created
 
-    def version(self, arn: str) -> dict[str, Any] | None:
-        return (
-            self.conn.cursor(row_factory=dict_row)
-            .execute(
-                "SELECT v.*, d.definition FROM sfn_state_machine_versions v"
-                " JOIN sfn_definitions d ON d.hash = v.definition_hash WHERE v.arn = %s",
-                (arn,),
-            )
-            .fetchone()
-        )
+    def version(self, arn: str) -> VersionRow | None:
+        return self._one(VersionRow, sql.VERSION, (arn,))
 
-    def versions(self, machine_arn: str) -> list[dict[str, Any]]:
-        return (
-            self.conn.cursor(row_factory=dict_row)
-            .execute(
-                "SELECT arn, version, created_at FROM sfn_state_machine_versions WHERE"
-                " machine_arn = %s"
-                " ORDER BY version DESC",
-                (machine_arn,),
-            )
-            .fetchall()
-        )
+    def versions(self, machine_arn: str) -> list[VersionRef]:
+        return self._all(VersionRef, sql.VERSIONS, (machine_arn,))
 
     def upsert_alias(
         self,
@@ -231,37 +131,19 @@ class EngineStore:
         routing: list[dict[str, Any]],
         description: str | None,
     ) -> None:
-        self.conn.execute(
-            "INSERT INTO sfn_aliases (arn, machine_arn, name, routing, description) VALUES (%s,"
-            " %s, %s, %s, %s)"
-            " ON CONFLICT (arn) DO UPDATE SET routing = EXCLUDED.routing,"
-            " description = COALESCE(EXCLUDED.description, sfn_aliases.description), updated_at ="
-            " now()",
-            (arn, machine_arn, name, _json(routing), description),
-        )
+        self.conn.execute(sql.UPSERT_ALIAS, (arn, machine_arn, name, _json(routing), description))
 
-    def alias(self, arn: str) -> dict[str, Any] | None:
-        return (
-            self.conn.cursor(row_factory=dict_row)
-            .execute("SELECT * FROM sfn_aliases WHERE arn = %s", (arn,))
-            .fetchone()
-        )
+    def alias(self, arn: str) -> AliasRow | None:
+        return self._one(AliasRow, sql.ALIAS, (arn,))
 
-    def aliases(self, machine_arn: str) -> list[dict[str, Any]]:
-        return (
-            self.conn.cursor(row_factory=dict_row)
-            .execute(
-                "SELECT * FROM sfn_aliases WHERE machine_arn = %s ORDER BY created_at DESC, name",
-                (machine_arn,),
-            )
-            .fetchall()
-        )
+    def aliases(self, machine_arn: str) -> list[AliasRow]:
+        return self._all(AliasRow, sql.ALIASES, (machine_arn,))
 
     def delete_alias(self, arn: str) -> bool:
-        return self.conn.execute("DELETE FROM sfn_aliases WHERE arn = %s", (arn,)).rowcount > 0
+        return self.conn.execute(sql.DELETE_ALIAS, (arn,)).rowcount > 0
 
     def delete_version(self, arn: str) -> None:
-        self.conn.execute("DELETE FROM sfn_state_machine_versions WHERE arn = %s", (arn,))
+        self.conn.execute(sql.DELETE_VERSION, (arn,))
 
     # --- executions ----------------------------------------------------------------------------
 
@@ -270,9 +152,7 @@ class EngineStore:
 
     def machine_hashes_later(self, arns: Sequence[str]) -> Callable[[], dict[str, str]]:
         """Machine ARN -> current definition hash, for the machines that exist."""
-        cursor = self.conn.execute(
-            "SELECT arn, definition_hash FROM sfn_state_machines WHERE arn = ANY(%s)", (list(arns),)
-        )
+        cursor = self.conn.execute(sql.MACHINE_HASHES, (list(arns),))
         return lambda: {str(arn): str(digest) for arn, digest in cursor.fetchall()}
 
     def executions_named_later(
@@ -280,18 +160,13 @@ class EngineStore:
     ) -> Callable[[], list[ExecutionRow]]:
         """The executions among (machine ARN, name) pairs that exist."""
         pairs = list(names)
-        cursor = self.conn.cursor(row_factory=dict_row).execute(
-            "SELECT e.* FROM sfn_executions e"
-            " JOIN unnest(%s::text[], %s::text[]) AS n(machine_arn, name)"
-            " ON e.machine_arn = n.machine_arn AND e.name = n.name",
-            ([m for m, _ in pairs], [n for _, n in pairs]),
+        cursor = self.conn.cursor(row_factory=class_row(ExecutionRow)).execute(
+            sql.EXECUTIONS_NAMED, ([m for m, _ in pairs], [n for _, n in pairs])
         )
-        return lambda: [ExecutionRow(**row) for row in cursor.fetchall()]
+        return cursor.fetchall
 
     def next_execution_ids_later(self, count: int) -> Callable[[], list[int]]:
-        cursor = self.conn.execute(
-            "SELECT nextval('sfn_executions_id_seq') FROM generate_series(1, %s)", (count,)
-        )
+        cursor = self.conn.execute(sql.NEXT_EXECUTION_IDS, (count,))
         return lambda: [int(row[0]) for row in cursor.fetchall()]
 
     def next_execution_ids(self, count: int) -> list[int]:
@@ -302,10 +177,7 @@ class EngineStore:
     ) -> None:
         """Insert the execution under its id (drawn beforehand from `next_execution_ids`)."""
         self.conn.execute(
-            "INSERT INTO sfn_executions (id, arn, machine_arn, version_arn, definition_hash, name,"
-            " status,"
-            " input, started_at, parent, options, next_event, next_frame)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s::jsonb, %s::jsonb, 1, 1)",
+            sql.INSERT_EXECUTION,
             (
                 execution.id,
                 execution.arn,
@@ -324,32 +196,17 @@ class EngineStore:
     def execution_row(
         self, *, arn: str | None = None, execution_id: int | None = None
     ) -> ExecutionRow | None:
-        where, value = ("arn", arn) if arn is not None else ("id", execution_id)
-        row = (
-            self.conn.cursor(row_factory=dict_row)
-            .execute(
-                f"SELECT * FROM sfn_executions WHERE {where} = %s",
-                (value,),
-            )
-            .fetchone()
-        )
-        return ExecutionRow(**row) if row else None
+        if arn is not None:
+            return self._one(ExecutionRow, sql.EXECUTION_BY_ARN, (arn,))
+        return self._one(ExecutionRow, sql.EXECUTION_BY_ID, (execution_id,))
 
     def execution_by_name(self, machine_arn: str, name: str) -> ExecutionRow | None:
-        row = (
-            self.conn.cursor(row_factory=dict_row)
-            .execute(
-                "SELECT * FROM sfn_executions WHERE machine_arn = %s AND name = %s",
-                (machine_arn, name),
-            )
-            .fetchone()
-        )
-        return ExecutionRow(**row) if row else None
+        return self._one(ExecutionRow, sql.EXECUTION_BY_NAME, (machine_arn, name))
 
     def executions(
         self, *, machine_arn: str | None, status: str | None, limit: int, after_id: int | None
     ) -> list[ExecutionRow]:
-        clauses: list[str] = []
+        clauses: list[str] = ["TRUE"]
         params: list[Any] = []
         if machine_arn:
             clauses.append("(machine_arn = %s OR version_arn = %s)")
@@ -360,16 +217,8 @@ class EngineStore:
         if after_id is not None:
             clauses.append("id < %s")
             params.append(after_id)
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        rows = (
-            self.conn.cursor(row_factory=dict_row)
-            .execute(
-                f"SELECT * FROM sfn_executions {where} ORDER BY id DESC LIMIT %s",
-                (*params, limit),
-            )
-            .fetchall()
-        )
-        return [ExecutionRow(**row) for row in rows]
+        query = sql.EXECUTIONS_WHERE.format(where=" AND ".join(clauses))
+        return self._all(ExecutionRow, query, (*params, limit))
 
     def execution_page(
         self,
@@ -396,177 +245,92 @@ class EngineStore:
         if before_id is not None:
             clauses.append("id < %s")
             params.append(before_id)
-        rows = (
-            self.conn.cursor(row_factory=dict_row)
-            .execute(
-                f"SELECT * FROM sfn_executions WHERE {' AND '.join(clauses)}"
-                " ORDER BY id DESC LIMIT %s",
-                (*params, limit),
-            )
-            .fetchall()
-        )
-        return [ExecutionRow(**row) for row in rows]
+        query = sql.EXECUTIONS_WHERE.format(where=" AND ".join(clauses))
+        return self._all(ExecutionRow, query, (*params, limit))
 
     def open_execution_ids(self) -> list[int]:
-        rows = self.conn.execute(
-            "SELECT id FROM sfn_executions WHERE status = 'RUNNING'"
-            " AND NOT options ? 'recorded_from' ORDER BY id"
-        ).fetchall()
-        return [int(r[0]) for r in rows]
+        return [int(r[0]) for r in self.conn.execute(sql.OPEN_EXECUTION_IDS).fetchall()]
 
-    def frames(self, execution_id: int) -> list[tuple[int, dict[str, Any]]]:
-        rows = self.conn.execute(
-            "SELECT frame_id, data FROM sfn_frames WHERE execution_id = %s ORDER BY frame_id",
-            (execution_id,),
-        ).fetchall()
-        return [(int(r[0]), r[1]) for r in rows]
+    def frames(self, execution_id: int) -> list[FrameRow]:
+        return self._all(FrameRow, sql.FRAMES, (execution_id,))
 
     def history(
         self, execution_id: int, *, after: int, limit: int, reverse: bool
-    ) -> list[dict[str, Any]]:
+    ) -> list[HistoryRow]:
         if reverse:
-            rows = (
-                self.conn.cursor(row_factory=dict_row)
-                .execute(
-                    "SELECT * FROM sfn_history WHERE execution_id = %s AND event_id < %s"
-                    " ORDER BY event_id DESC LIMIT %s",
-                    (execution_id, after or 2**31 - 1, limit),
-                )
-                .fetchall()
+            return self._all(
+                HistoryRow, sql.HISTORY_BEFORE, (execution_id, after or 2**31 - 1, limit)
             )
-        else:
-            rows = (
-                self.conn.cursor(row_factory=dict_row)
-                .execute(
-                    "SELECT * FROM sfn_history WHERE execution_id = %s AND event_id > %s"
-                    " ORDER BY event_id LIMIT %s",
-                    (execution_id, after, limit),
-                )
-                .fetchall()
-            )
-        return list(rows)
+        return self._all(HistoryRow, sql.HISTORY_AFTER, (execution_id, after, limit))
 
-    def pending_tasks(self) -> list[dict[str, Any]]:
-        return (
-            self.conn.cursor(row_factory=dict_row)
-            .execute(
-                "SELECT t.*, e.arn AS execution_arn FROM sfn_tasks t JOIN sfn_executions e ON"
-                " e.id = t.execution_id"
-                " WHERE e.status = 'RUNNING' ORDER BY t.created_at"
-            )
-            .fetchall()
-        )
+    def pending_tasks(self) -> list[TaskRow]:
+        return self._all(TaskRow, sql.PENDING_TASKS)
 
-    def timers(self) -> list[dict[str, Any]]:
-        return (
-            self.conn.cursor(row_factory=dict_row)
-            .execute(
-                "SELECT t.*, e.arn AS execution_arn FROM sfn_timers t JOIN sfn_executions e ON"
-                " e.id = t.execution_id"
-                " WHERE e.status = 'RUNNING'"
-            )
-            .fetchall()
-        )
+    def timers(self) -> list[TimerRow]:
+        return self._all(TimerRow, sql.TIMERS)
 
-    def orphaned_children(self) -> list[tuple[str, str, str]]:
-        """(child ARN, parent name, parent status) of the running children whose parent has
-        ended (an engine stopped before it stopped them). Executions the recorder mirrors from
-        AWS are not the engine's to stop."""
-        rows = self.conn.execute(ORPHANS_SQL).fetchall()
-        return [(str(arn), str(name), str(status)) for arn, name, status in rows]
+    def orphaned_children(self) -> list[OrphanRow]:
+        """The running children whose parent has ended (an engine stopped before it stopped
+        them)."""
+        return self._all(OrphanRow, sql.ORPHANS)
 
     def running_children(self, execution_id: int, frame_id: int, attempt: int) -> list[str]:
         """The ARNs of the running children a task of this execution started."""
-        rows = self.conn.execute(RUNNING_CHILDREN_SQL, (execution_id, frame_id, attempt))
+        rows = self.conn.execute(sql.RUNNING_CHILDREN, (execution_id, frame_id, attempt))
         return [str(row[0]) for row in rows.fetchall()]
 
     def set_parent(self, execution_id: int, parent: dict[str, Any]) -> None:
-        self.conn.execute(SET_PARENT_SQL, (_json(parent), execution_id))
+        self.conn.execute(sql.SET_PARENT, (_json(parent), execution_id))
 
     def mark_redriven(self, execution_id: int, at: datetime) -> None:
-        self.conn.execute(REDRIVEN_SQL, (at, execution_id))
+        self.conn.execute(sql.REDRIVEN, (at, execution_id))
 
-    def task_request(
-        self, execution_arn: str, execution_id: int, frame_id: int, attempt: int
-    ) -> TaskRequest | None:
+    def task_request(self, execution_id: int, frame_id: int, attempt: int) -> TaskRequest | None:
         """The dispatched, unfinished task of this frame and attempt, if any."""
-        row = self.conn.execute(TASK_SQL, (execution_id, frame_id, attempt)).fetchone()
-        if row is None:
-            return None
-        return TaskRequest(execution_arn, frame_id, attempt, row[0], row[1], row[2], row[3], row[4])
+        row = self._one(TaskRow, sql.TASK, (execution_id, frame_id, attempt))
+        return row.request() if row else None
 
-    def tokens(self, tokens: Sequence[str]) -> dict[str, tuple[int, int, bool]]:
+    def tokens(self, tokens: Sequence[str]) -> dict[str, TokenRow]:
         """`token` for many tokens at once (the ones ever issued)."""
-        rows = self.conn.execute(
-            "SELECT token, execution_id, frame_id, closed_at IS NOT NULL FROM sfn_task_tokens"
-            " WHERE token = ANY(%s)",
-            (list(tokens),),
-        ).fetchall()
-        return {str(r[0]): (int(r[1]), int(r[2]), bool(r[3])) for r in rows}
+        rows = self.conn.execute(sql.TOKENS, (list(tokens),)).fetchall()
+        return {str(r[0]): TokenRow(int(r[1]), int(r[2]), bool(r[3])) for r in rows}
 
     def execution_rows_later(self, ids: Iterable[int]) -> Callable[[], dict[int, ExecutionRow]]:
-        cursor = self.conn.cursor(row_factory=dict_row).execute(
-            "SELECT * FROM sfn_executions WHERE id = ANY(%s)", (list(ids),)
+        cursor = self.conn.cursor(row_factory=class_row(ExecutionRow)).execute(
+            sql.EXECUTIONS_BY_ID, (list(ids),)
         )
-        return lambda: {int(row["id"]): ExecutionRow(**row) for row in cursor.fetchall()}
+        return lambda: {row.id: row for row in cursor.fetchall()}
 
-    def frames_of_later(
-        self, ids: Iterable[int]
-    ) -> Callable[[], dict[int, list[tuple[int, dict[str, Any]]]]]:
+    def frames_of_later(self, ids: Iterable[int]) -> Callable[[], dict[int, list[FrameRow]]]:
         """`frames` of many executions at once."""
-        cursor = self.conn.execute(
-            "SELECT execution_id, frame_id, data FROM sfn_frames WHERE execution_id = ANY(%s)"
-            " ORDER BY execution_id, frame_id",
-            (list(ids),),
-        )
+        cursor = self.conn.execute(sql.FRAMES_OF, (list(ids),))
 
-        def read() -> dict[int, list[tuple[int, dict[str, Any]]]]:
-            found: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+        def read() -> dict[int, list[FrameRow]]:
+            found: dict[int, list[FrameRow]] = {}
             for execution_id, frame_id, data in cursor.fetchall():
-                found.setdefault(int(execution_id), []).append((int(frame_id), data))
+                found.setdefault(int(execution_id), []).append(FrameRow(int(frame_id), data))
             return found
 
         return read
 
-    def tasks_of_later(self, ids: Iterable[int]) -> Callable[[], list[dict[str, Any]]]:
+    def tasks_of_later(self, ids: Iterable[int]) -> Callable[[], list[TaskRow]]:
         """The dispatched, unfinished tasks of these executions."""
-        cursor = self.conn.cursor(row_factory=dict_row).execute(
-            "SELECT t.*, e.arn AS execution_arn FROM sfn_tasks t"
-            " JOIN sfn_executions e ON e.id = t.execution_id WHERE t.execution_id = ANY(%s)",
-            (list(ids),),
+        cursor = self.conn.cursor(row_factory=class_row(TaskRow)).execute(
+            sql.TASKS_OF, (list(ids),)
         )
         return cursor.fetchall
 
-    def token(self, token: str) -> tuple[int, int, bool] | None:
-        """(execution id, frame id, closed) of a task token ever issued."""
-        row = self.conn.execute(
-            "SELECT execution_id, frame_id, closed_at IS NOT NULL FROM sfn_task_tokens"
-            " WHERE token = %s",
-            (token,),
-        ).fetchone()
-        return (int(row[0]), int(row[1]), bool(row[2])) if row else None
+    def token(self, token: str) -> TokenRow | None:
+        """Where a task token ever issued points, and whether it was closed."""
+        return self._one(TokenRow, sql.TOKEN, (token,))
 
     def dead_letter(self, queue_url: str, body: str, execution_id: int | None) -> None:
-        self.conn.execute(
-            "INSERT INTO sfn_dead_letters (queue_url, body, execution_id) VALUES (%s, %s, %s)",
-            (queue_url, body, execution_id),
-        )
+        self.conn.execute(sql.INSERT_DEAD_LETTER, (queue_url, body, execution_id))
 
-    def dead_letters(self, execution_id: int | None = None) -> list[dict[str, Any]]:
+    def dead_letters(self, execution_id: int | None = None) -> list[DeadLetterRow]:
         if execution_id is None:
-            return (
-                self.conn.cursor(row_factory=dict_row)
-                .execute("SELECT * FROM sfn_dead_letters ORDER BY id")
-                .fetchall()
-            )
-        return (
-            self.conn.cursor(row_factory=dict_row)
-            .execute(
-                "SELECT * FROM sfn_dead_letters WHERE execution_id = %s ORDER BY id",
-                (execution_id,),
-            )
-            .fetchall()
-        )
+            return self._all(DeadLetterRow, sql.DEAD_LETTERS)
+        return self._all(DeadLetterRow, sql.DEAD_LETTERS_OF, (execution_id,))
 
     # --- the coordinator's batch write ---------------------------------------------------------
 
@@ -620,56 +384,21 @@ class EngineStore:
         ]
         cursor = self.conn.cursor()
         if history:
-            cursor.executemany(
-                "INSERT INTO sfn_history (execution_id, event_id, previous_event_id, type, at,"
-                " details)"
-                " VALUES (%s, %s, %s, %s, %s, %s::jsonb)",
-                history,
-            )
+            cursor.executemany(sql.INSERT_HISTORY, history)
         if frames:
-            cursor.executemany(
-                "INSERT INTO sfn_frames (execution_id, frame_id, status, data) VALUES (%s, %s,"
-                " %s, %s::jsonb)"
-                " ON CONFLICT (execution_id, frame_id) DO UPDATE SET status = EXCLUDED.status,"
-                " data = EXCLUDED.data",
-                frames,
-            )
+            cursor.executemany(sql.UPSERT_FRAME, frames)
         if timers_gone:
-            cursor.executemany(
-                "DELETE FROM sfn_timers WHERE execution_id = %s AND frame_id = %s AND kind = %s",
-                timers_gone,
-            )
+            cursor.executemany(sql.DELETE_TIMER, timers_gone)
         if timers_set:
-            cursor.executemany(
-                "INSERT INTO sfn_timers (execution_id, frame_id, kind, attempt, fire_at) VALUES"
-                " (%s, %s, %s, %s, %s)"
-                " ON CONFLICT (execution_id, frame_id, kind) DO UPDATE SET attempt ="
-                " EXCLUDED.attempt,"
-                " fire_at = EXCLUDED.fire_at",
-                timers_set,
-            )
+            cursor.executemany(sql.UPSERT_TIMER, timers_set)
         if tasks_done:
-            cursor.executemany(
-                "DELETE FROM sfn_tasks WHERE execution_id = %s AND frame_id = %s AND attempt = %s",
-                tasks_done,
-            )
+            cursor.executemany(sql.DELETE_TASK, tasks_done)
         if tasks_new:
-            cursor.executemany(
-                "INSERT INTO sfn_tasks (execution_id, frame_id, attempt, kind, resource,"
-                " parameters, token,"
-                " timeout_seconds) VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s, %s) ON CONFLICT DO"
-                " NOTHING",
-                tasks_new,
-            )
+            cursor.executemany(sql.INSERT_TASK, tasks_new)
         if tokens_gone:
-            cursor.executemany(
-                "UPDATE sfn_task_tokens SET closed_at = now() WHERE token = %s", tokens_gone
-            )
+            cursor.executemany(sql.CLOSE_TOKEN, tokens_gone)
         if tokens_new:
-            cursor.executemany(
-                "INSERT INTO sfn_task_tokens (token, execution_id, frame_id) VALUES (%s, %s, %s)",
-                tokens_new,
-            )
+            cursor.executemany(sql.INSERT_TOKEN, tokens_new)
         rows = [
             (
                 ex.status.value,
@@ -684,44 +413,17 @@ class EngineStore:
             )
             for ex in executions.values()
         ]
-        cursor.executemany(
-            "UPDATE sfn_executions SET status = %s, output = %s::jsonb, error = %s, cause = %s,"
-            " stopped_at = %s,"
-            " redrive_count = %s, next_event = %s, next_frame = %s, version = version + 1 WHERE"
-            " id = %s",
-            rows,
-        )
+        cursor.executemany(sql.UPDATE_EXECUTION, rows)
         if any(t.finished for t in transitions):
             done = [(t.execution.id,) for t in transitions if t.finished]
-            cursor.executemany("DELETE FROM sfn_timers WHERE execution_id = %s", done)
-            cursor.executemany("DELETE FROM sfn_tasks WHERE execution_id = %s", done)
-            cursor.executemany(
-                "UPDATE sfn_task_tokens SET closed_at = now()"
-                " WHERE execution_id = %s AND closed_at IS NULL",
-                done,
-            )
+            cursor.executemany(sql.DELETE_TIMERS_OF, done)
+            cursor.executemany(sql.DELETE_TASKS_OF, done)
+            cursor.executemany(sql.CLOSE_TOKENS_OF, done)
 
-    def load_frames(
-        self, execution: Execution, rows: list[tuple[int, dict[str, Any]]] | None = None
-    ) -> None:
+    def load_frames(self, execution: Execution, rows: list[FrameRow] | None = None) -> None:
         """The execution's frames, from `rows` when they were read already."""
-        for frame_id, data in self.frames(execution.id) if rows is None else rows:
-            execution.frames[frame_id] = frame_from_json(frame_id, data)
-
-
-def _machine(row: dict[str, Any]) -> MachineRow:
-    return MachineRow(
-        arn=row["arn"],
-        name=row["name"],
-        type=row["type"],
-        definition=row["definition"],
-        definition_hash=row["definition_hash"],
-        role_arn=row["role_arn"],
-        revision_id=row["revision_id"],
-        description=row["description"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-    )
+        for row in self.frames(execution.id) if rows is None else rows:
+            execution.frames[row.frame_id] = frame_from_json(row.frame_id, row.data)
 
 
 def chunks(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
