@@ -70,6 +70,7 @@ from switchyard.local.report import (
 from switchyard.local.stuck import StuckAfterError, stuck_after, stuck_runs
 from switchyard.model import Priority
 from switchyard.platform.run_start import InvalidRunInputError, check_inputs
+from switchyard.records.store import RunStore
 from switchyard.runtime.providers import load_script
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -196,16 +197,13 @@ def _same_request(
     """200 with the run an earlier request with this key started, when it had the same workflow
     and body; 409 when it had another; None when the key is new."""
     with api.pool.connection() as conn:
-        rows = conn.execute(
-            "SELECT workflow, workflow_version, status, input FROM workflow_runs WHERE run_id = %s",
-            (key,),
-        ).fetchall()
-    if not rows:
+        runs = RunStore(conn).runs_with_id(key)
+    if not runs:
         return None
-    for workflow, version, status, data in rows:
-        if workflow == entry.name and data == inputs:
-            return json_response(200, _started(key, workflow, version, status))
-    workflow = rows[0][0]
+    for run in runs:
+        if run.workflow == entry.name and run.input == inputs:
+            return json_response(200, _started(key, run.workflow, run.workflow_version, run.status))
+    workflow = runs[0].workflow
     what = "another body" if workflow == entry.name else f"workflow {workflow}"
     raise ConflictError(
         f"{IDEMPOTENCY_HEADER} {key!r} was used for a run of {what}; a key names one run",
@@ -215,11 +213,8 @@ def _same_request(
 
 def _status(api: ApiContext, run_id: str) -> str | None:
     with api.pool.connection() as conn:
-        row = conn.execute(
-            "SELECT status FROM workflow_runs WHERE run_id = %s ORDER BY execution_id DESC LIMIT 1",
-            (run_id,),
-        ).fetchone()
-    return str(row[0]) if row else None
+        runs = RunStore(conn).runs_with_id(run_id)
+    return runs[0].status if runs else None
 
 
 def _model_options(api: ApiContext, header: str | None, entry: CatalogEntry) -> dict[str, Any]:

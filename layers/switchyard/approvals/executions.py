@@ -17,6 +17,7 @@ from typing import Any
 
 from psycopg_pool import ConnectionPool
 
+from switchyard.gates.store import GateStore
 from switchyard.local.report import AmbiguousRunError, RunNotFoundError
 from switchyard.local.run_actions import RunRef
 
@@ -37,18 +38,13 @@ NOT_FOUND = frozenset(
     {"ExecutionDoesNotExist", "StateMachineDoesNotExist", "InvalidArn", "AccessDeniedException"}
 )
 """Step Functions' answers that mean "no such run for this role"."""
-OPEN_GATES_SQL = (
-    "SELECT DISTINCT execution_arn, workflow FROM gates WHERE run_id = %s AND status = 'open'"
-)
-"""The runs of an id that wait at a gate (the open-gates index)."""
-WORKFLOW_SQL = "SELECT workflow FROM gates WHERE execution_arn = %s LIMIT 1"
 
 
 class StepFunctionsRuns:
     """Runs of the deployed machines: the gates table for ids, Step Functions for status."""
 
     def __init__(self, pool: ConnectionPool, client: Any) -> None:
-        self._pool = pool
+        self._gates = GateStore(pool)
         self._client = client
 
     def locate(self, run: str) -> RunRef:
@@ -71,22 +67,21 @@ class StepFunctionsRuns:
         return self._describe(run.execution_arn)
 
     def _waiting(self, run_id: str) -> tuple[str, str | None]:
-        with self._pool.connection() as conn:
-            rows = conn.execute(OPEN_GATES_SQL, (run_id,)).fetchall()
+        rows = self._gates.waiting_runs(run_id)
         if not rows:
             raise RunNotFoundError(
                 f"no run {run_id!r} waits at a gate; name a run that does not by its execution"
                 f" ARN (arn:aws:states:<region>:<account>:execution:<machine>:{run_id})"
             )
-        if len({arn for arn, _ in rows}) > 1:
-            arns = ", ".join(sorted({str(arn) for arn, _ in rows}))
-            raise AmbiguousRunError(f"{run_id!r} names several runs ({arns}); give the ARN")
-        return str(rows[0][0]), str(rows[0][1])
+        arns = sorted({row.execution_arn for row in rows})
+        if len(arns) > 1:
+            raise AmbiguousRunError(
+                f"{run_id!r} names several runs ({', '.join(arns)}); give the ARN"
+            )
+        return rows[0].execution_arn, rows[0].workflow
 
     def _workflow(self, arn: str) -> str | None:
-        with self._pool.connection() as conn:
-            row = conn.execute(WORKFLOW_SQL, (arn,)).fetchone()
-        return str(row[0]) if row else None
+        return self._gates.workflow_of(arn)
 
     def _describe(self, arn: str) -> str | None:
         """The run's status; None when Step Functions has no such execution for this role."""

@@ -21,6 +21,7 @@ from switchyard.cli.validate_cmd import exit_code as validation_exit_code
 from switchyard.cli.validate_cmd import validate_paths
 from switchyard.constants import API_KEY_ENV, LLM_SCRIPT_ENV
 from switchyard.contract import PRIORITY_KEY
+from switchyard.engine.store import EngineStore
 from switchyard.gates import Decision, GateDecisionError, GateStore, decide
 from switchyard.gates.model import Gate
 from switchyard.local.database import open_database
@@ -153,9 +154,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _view(conninfo: str, arn: str) -> RunView:
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        row = conn.execute("SELECT id FROM sfn_executions WHERE arn = %s", (arn,)).fetchone()
+        row = EngineStore(conn).execution_row(arn=arn)
         assert row is not None
-        return run_view(conn, int(row[0]))
+        return run_view(conn, row.id)
 
 
 def _follow(
@@ -169,11 +170,9 @@ def _follow(
         decisions = PostgresDecisionStore(pool)
         while True:
             with pool.connection() as conn:
-                row = conn.execute(
-                    "SELECT id FROM sfn_executions WHERE arn = %s", (arn,)
-                ).fetchone()
+                row = EngineStore(conn).execution_row(arn=arn)
                 assert row is not None
-                view = run_view(conn, int(row[0]))
+                view = run_view(conn, row.id)
             _show_steps(view, shown)
             if view.status in FINAL:
                 return view, False

@@ -16,6 +16,7 @@ from switchyard.engine.store import EngineStore
 from switchyard.local.reset import OriginalRun, VersionTarget
 from switchyard.local.run_actions import RunRef
 from switchyard.records.segments import logical_run
+from switchyard.records.store import RunStore
 
 
 class Starter(Protocol):
@@ -38,13 +39,11 @@ class EngineResetSource:
                     first.execution_id, first.execution_arn, first.run_id, run.workflow, run.status
                 )
             row = EngineStore(conn).execution_row(execution_id=run.execution_id)
-            version = conn.execute(
-                "SELECT workflow_version FROM workflow_runs WHERE execution_id = %s",
-                (run.execution_id,),
-            ).fetchone()
+            record = RunStore(conn).run(run.execution_id) if run.execution_id else None
         assert row is not None  # the run was found through its execution
         given = row.input if isinstance(row.input, dict) else {}
-        number = int(version[0]) if version and version[0] is not None else 1
+        version = record.workflow_version if record is not None else None
+        number = int(version) if version is not None else 1
         return OriginalRun(run, run.workflow, number, dict(given), dict(row.options or {}))
 
     def target(self, original: OriginalRun, version: int) -> VersionTarget | None:
@@ -53,14 +52,14 @@ class EngineResetSource:
             execution = store.execution_row(execution_id=original.ref.execution_id)
             assert execution is not None
             alias = store.alias(f"{execution.machine_arn}:v{version}")
-            routing = (alias or {}).get("routing") or []
+            routing = alias.routing if alias is not None else []
             if not routing:
                 return None
             version_arn = str(routing[0]["stateMachineVersionArn"])
             published = store.version(version_arn)
         if published is None:
             return None
-        return VersionTarget(version, version_arn, str(published["definition"]))
+        return VersionTarget(version, version_arn, published.definition)
 
     def start(
         self, target: VersionTarget, name: str, data: dict[str, Any], options: dict[str, Any]

@@ -32,6 +32,7 @@ from switchyard.gates import (
 )
 from switchyard.local.budget_raise import BudgetRaise, raise_budget, raise_budget_in
 from switchyard.local.report import AmbiguousRunError, RunNotFoundError, find_run
+from switchyard.records.store import RunStore
 from switchyard.stores.budget.ledger import BudgetLedger
 from switchyard.stores.tool_calls import PostgresDecisionStore
 
@@ -93,11 +94,10 @@ class EngineRuns:
                 raise RunNotFoundError(f"no run {run!r} (GET /runs lists the runs)") from None
 
     def status(self, run: RunRef) -> str | None:
+        if run.execution_id is None:
+            return None
         with self._pool.connection() as conn:
-            row = conn.execute(
-                "SELECT status FROM workflow_runs WHERE execution_id = %s", (run.execution_id,)
-            ).fetchone()
-        return str(row[0]) if row else None
+            return RunStore(conn).status(run.execution_id)
 
 
 @dataclass(frozen=True)
@@ -117,12 +117,9 @@ class RunOperations:
 def locate_run(conn: psycopg.Connection[Any], run: str) -> RunRef:
     """The run named by its id or execution ARN; RunNotFoundError when there is none."""
     execution_id, arn = find_run(conn, run)
-    row = conn.execute(
-        "SELECT run_id, workflow, status FROM workflow_runs WHERE execution_id = %s",
-        (execution_id,),
-    ).fetchone()
+    row = RunStore(conn).run(execution_id)
     assert row is not None  # find_run found it through this table
-    return RunRef(execution_id, arn, str(row[0]), str(row[1]), str(row[2]))
+    return RunRef(execution_id, arn, row.run_id, row.workflow, row.status)
 
 
 def open_gate_for(pool: ConnectionPool, run: RunRef, action: str, step: str | None = None) -> Gate:
