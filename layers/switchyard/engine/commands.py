@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from switchyard.engine.dispatch import TaskOutcome
+from switchyard.engine.interpreter.model import ParentTask
+
+CallbackKind = Literal["success", "failure", "heartbeat"]
 
 
 @dataclass
@@ -20,7 +23,7 @@ class StartExecution(Command):
     name: str
     input: Any
     options: dict[str, Any] = field(default_factory=dict)
-    parent: dict[str, Any] | None = None
+    parent: ParentTask | None = None
 
 
 @dataclass
@@ -31,8 +34,7 @@ class TaskDone(Command):
 @dataclass
 class Callback(Command):
     token: str
-    kind: str
-    """success, failure or heartbeat."""
+    kind: CallbackKind
     output: Any = None
     error: str = ""
     cause: str = ""

@@ -28,9 +28,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from psycopg_pool import ConnectionPool
@@ -75,7 +75,9 @@ from switchyard.engine.interpreter import (
     Frame,
     FrameStatus,
     InlineResult,
+    Integration,
     Interpreter,
+    ParentTask,
     TaskRequest,
     TimerRequest,
     Transition,
@@ -94,6 +96,8 @@ _NAME = r"^[0-9A-Za-z_-]{1,80}$"
 _MAX_CACHE = 2000
 _MAX_ENDED = 10_000
 _LOCK_CHECK_SECONDS = 1.0
+_RUNNING_TASKS = frozenset({"lambda", "lambda_direct", "child"})
+"""Tasks that end by themselves (not waiting for a callback or a timer)."""
 _NOT_OWNER = (
     "this engine stopped: another engine took its database over; it takes over again when"
     " that one stops (switchyard engine status)"
@@ -622,7 +626,7 @@ class Engine:
             stopped_at=row.stopped_at,
             next_frame=row.next_frame,
             next_event=row.next_event,
-            parent=row.parent,
+            parent=row.parent_task,
             redrive_count=row.redrive_count,
             options=row.options,
             version=row.version,
@@ -657,10 +661,10 @@ class Engine:
         if execution.status.is_final:  # a late result: a gate it opened must not stay open
             self._hooks.on_ended_answered(EndedInput(self._conn, execution))
         frame = execution.frames.get(frame_id)
-        task = (frame.task or {}) if frame else {}
+        task = frame.task if frame else None
         request = self._request(execution, frame_id, attempt)
         outcome = command.outcome
-        if task.get("kind") == "callback":
+        if task is not None and task.kind == "callback":
             if outcome.ok:
                 batch.add(
                     self._interpreter.task_submitted(execution, frame_id, attempt, outcome.value)
@@ -731,7 +735,7 @@ class Engine:
         if execution.status.is_final:
             raise errors.TaskTimedOut("Task Timed Out")
         frame = execution.frames.get(found.frame_id)
-        if frame is None or (frame.task or {}).get("token") != command.token:
+        if frame is None or frame.task is None or frame.task.token != command.token:
             raise errors.TaskTimedOut("Task Timed Out")
         attempt = frame.attempt
         if command.kind == "heartbeat":
@@ -818,7 +822,8 @@ class Engine:
         if parent is None:
             return
         params = command.parameters if isinstance(command.parameters, dict) else {}
-        integration = command.resource.rsplit("startExecution", 1)[-1].lstrip(".") or "none"
+        tail = command.resource.rsplit("startExecution", 1)[-1].lstrip(".") or "none"
+        integration = cast(Integration, tail)  # kind_of made it a startExecution resource
         data = params.get("Input", {})
         if isinstance(data, str):
             try:
@@ -836,14 +841,14 @@ class Engine:
                 )
                 return
         frame = parent.frames.get(command.frame)
-        link = {
-            "execution_id": parent.id,
-            "arn": parent.arn,
-            "frame": command.frame,
-            "attempt": command.attempt,
-            "integration": integration,
-            "step": frame.state if frame else None,
-        }
+        link = ParentTask(
+            execution_id=parent.id,
+            arn=parent.arn,
+            frame=command.frame,
+            attempt=command.attempt,
+            integration=integration,
+            step=frame.state if frame else None,
+        )
         name = str(params.get("Name") or uuid.uuid4())
         try:
             base, _, _ = self._machine_for(str(params.get("StateMachineArn", "")))
@@ -864,7 +869,7 @@ class Engine:
                 child_arn = started["executionArn"]
             else:  # a retry, a redrive or a recovery: the same child, not a second one
                 child_arn = existing.arn
-                if integration != "none":
+                if link.waits:
                     self._relink_child(existing.id, link)
                     if existing.status != "RUNNING":
                         self._post_after_commit(batch, ChildFinished(child_arn))
@@ -881,7 +886,7 @@ class Engine:
             )
             return
         if frame is not None and frame.task is not None:
-            frame.task["child_arn"] = child_arn
+            frame.task = replace(frame.task, child_arn=child_arn)
             frame.touch()
         if integration == "none":
             row = self._store.execution_row(arn=child_arn) if self._store else None
@@ -902,7 +907,7 @@ class Engine:
             self._hooks.on_transition(TransitionInput(self._conn, transition, started=False))
         batch.add(transition)
 
-    def _relink_child(self, execution_id: int, link: dict[str, Any]) -> None:
+    def _relink_child(self, execution_id: int, link: ParentTask) -> None:
         if self._store is not None:
             self._store.set_parent(execution_id, link)
         cached = self._load(execution_id=execution_id)
@@ -912,22 +917,22 @@ class Engine:
     def _child_finished(self, command: ChildFinished, batch: _Batch) -> None:
         assert self._store is not None and self._conn is not None
         row = self._store.execution_row(arn=command.child_arn)
-        if row is None or row.parent is None or row.status == "RUNNING":
+        link = row.parent_task if row is not None else None
+        if row is None or link is None or row.status == "RUNNING":
             return
-        link = row.parent
-        parent = self._load(execution_id=int(link["execution_id"]))
+        parent = self._load(execution_id=link.execution_id)
         if parent is None:
             return
-        description = _child_description(row, sync2=link.get("integration") == "sync:2")
+        description = _child_description(row, sync2=link.integration == "sync:2")
         if row.status == "SUCCEEDED":
             transition = self._interpreter.task_succeeded(
-                parent, int(link["frame"]), int(link["attempt"]), description
+                parent, link.frame, link.attempt, description
             )
         else:
             transition = self._interpreter.task_failed(
                 parent,
-                int(link["frame"]),
-                int(link["attempt"]),
+                link.frame,
+                link.attempt,
                 "States.TaskFailed",
                 json.dumps(description, default=str),
             )
@@ -999,7 +1004,7 @@ class Engine:
             if transition.finished:
                 finished = True
                 self._timers.cancel_execution(execution.id)
-                if execution.parent and execution.parent.get("integration") not in (None, "none"):
+                if execution.parent is not None and execution.parent.waits:
                     self._inbox.put(ChildFinished(execution.arn))
                 self._evict(execution.id)
             elif self._parked(execution):
@@ -1023,10 +1028,10 @@ class Engine:
         for frame in execution.frames.values():
             if frame.status is FrameStatus.RUNNING:
                 return False
-            if frame.status is FrameStatus.TASK and (frame.task or {}).get("kind") in (
-                "lambda",
-                "lambda_direct",
-                "child",
+            if (
+                frame.status is FrameStatus.TASK
+                and frame.task
+                and frame.task.kind in _RUNNING_TASKS
             ):
                 return False
         return True

@@ -21,6 +21,7 @@ from psycopg.types.json import Jsonb
 from switchyard.engine import errors
 from switchyard.engine.commands import (
     Callback,
+    CallbackKind,
     Command,
     RedriveExecution,
     StartExecution,
@@ -33,6 +34,13 @@ CHANNEL = "switchyard_commands"
 DONE_CHANNEL = "switchyard_commands_done"
 
 
+_CALLBACKS: dict[str, CallbackKind] = {
+    "task_success": "success",
+    "task_failure": "failure",
+    "task_heartbeat": "heartbeat",
+}
+
+
 def to_command(kind: str, payload: dict[str, Any]) -> Command:
     if kind == "start":
         return StartExecution(
@@ -43,10 +51,10 @@ def to_command(kind: str, payload: dict[str, Any]) -> Command:
         return StopExecution(payload["arn"], payload.get("error"), payload.get("cause"))
     if kind == "redrive":
         return RedriveExecution(payload["arn"])
-    if kind in ("task_success", "task_failure", "task_heartbeat"):
+    if kind in _CALLBACKS:
         return Callback(
             payload["token"],
-            kind.removeprefix("task_"),
+            _CALLBACKS[kind],
             output=payload.get("output"),
             error=payload.get("error", ""),
             cause=payload.get("cause", ""),

@@ -32,7 +32,7 @@ from switchyard.records import (
 
 
 def _ref(execution: Execution) -> RunRef:
-    return RunRef(execution.id, execution.arn, child=bool(execution.parent))
+    return RunRef(execution.id, execution.arn, child=execution.parent is not None)
 
 
 def _call(request: TaskRequest) -> TaskCall:
@@ -54,15 +54,15 @@ class RunRecordHooks(NoHooks):
         records = RunRecords(input.conn)
         run = _ref(execution)
         if input.started:
-            parent = execution.parent or {}
+            parent = execution.parent
             start = RunStart(
                 run_id=execution.name,
                 workflow=workflow[0],
                 version=workflow[1],
                 input=execution.input,
                 started_at=execution.started_at,
-                parent_id=parent.get("execution_id"),
-                parent_step=parent.get("step"),
+                parent_id=parent.execution_id if parent else None,
+                parent_step=parent.step if parent else None,
             )
             records.started(run, start)
         for request in transition.tasks:

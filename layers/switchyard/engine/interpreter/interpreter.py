@@ -476,12 +476,12 @@ class Interpreter:
         if frame.status.is_final:
             return
         self._cancel_children(step, frame)
-        task = frame.task or {}
-        if task.get("token"):
-            step.transition.revoked_tokens.append(str(task["token"]))
-        if task:
+        task = frame.task
+        if task is not None and task.token:
+            step.transition.revoked_tokens.append(task.token)
+        if task is not None:
             step.transition.settled_tasks.append((frame.id, frame.attempt))
-        if task.get("kind") == "child":
+        if task is not None and task.kind == "child":
             step.transition.stopped_children.append((frame.id, frame.attempt))
         for kind in ("task_timeout", "heartbeat", "wait", "retry"):
             step.cancel_timer(frame, kind)

@@ -7,13 +7,100 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal, cast
 
 from switchyard.engine.asl import ExecutionContext, StateMachine
 
 ProgramRef = tuple[tuple[str, int], ...]
 """Where a (sub-)machine lives: () is the top; (("Fork", 1),) the second branch of Parallel
 state "Fork"; (("Each", -1),) the item processor of Map state "Each"."""
+
+
+TaskKind = Literal["lambda", "lambda_direct", "callback", "child", "sqs", "unsupported"]
+"""`lambda` (lambda:invoke), `lambda_direct` (a function ARN as the resource), `callback`
+(.waitForTaskToken), `child` (states:startExecution), `sqs` (sendMessage), or `unsupported`."""
+Integration = Literal["none", "sync", "sync:2"]
+"""How a parent waits for a child execution: not at all, for its end (`.sync`, the description
+as JSON text), or for its end with JSON (`.sync:2`)."""
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """The task a frame has in flight (stored with the frame, as JSON)."""
+
+    kind: TaskKind
+    resource: str
+    token: str | None = None
+    scheduled_event: int = 0
+    timeout: int | None = None
+    heartbeat: int | None = None
+    child_arn: str | None = None
+    """The child execution a `child` task started, once started."""
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "kind": self.kind,
+            "resource": self.resource,
+            "token": self.token,
+            "scheduled_event": self.scheduled_event,
+            "timeout": self.timeout,
+            "heartbeat": self.heartbeat,
+        }
+        if self.child_arn is not None:
+            data["child_arn"] = self.child_arn
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TaskSpec:
+        return cls(
+            kind=cast(TaskKind, data["kind"]),
+            resource=str(data.get("resource", "")),
+            token=data.get("token"),
+            scheduled_event=int(data.get("scheduled_event") or 0),
+            timeout=data.get("timeout"),
+            heartbeat=data.get("heartbeat"),
+            child_arn=data.get("child_arn"),
+        )
+
+
+@dataclass(frozen=True)
+class ParentTask:
+    """A child execution's link to the task of its parent that started it (`sfn_executions.parent`,
+    as JSON)."""
+
+    execution_id: int
+    arn: str
+    frame: int
+    attempt: int
+    integration: Integration
+    step: str | None = None
+    """The parent's state that started the child (its run record's `parent_step`)."""
+
+    @property
+    def waits(self) -> bool:
+        """The parent waits for the child's end (`.sync`, `.sync:2`)."""
+        return self.integration != "none"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "execution_id": self.execution_id,
+            "arn": self.arn,
+            "frame": self.frame,
+            "attempt": self.attempt,
+            "integration": self.integration,
+            "step": self.step,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ParentTask:
+        return cls(
+            execution_id=int(data["execution_id"]),
+            arn=str(data.get("arn", "")),
+            frame=int(data.get("frame") or 0),  # absent from the AWS recorder's mirrors
+            attempt=int(data.get("attempt") or 0),
+            integration=cast(Integration, data.get("integration") or "none"),
+            step=data.get("step"),
+        )
 
 
 class ExecutionStatus(StrEnum):
@@ -115,8 +202,8 @@ class Frame:
     """Branch or item index within the parent."""
     item: Any = None
     """Map item value ($$.Map.Item.Value)."""
-    task: dict[str, Any] | None = None
-    """The task in flight: {kind, resource, token, deadline, heartbeat_deadline, child}."""
+    task: TaskSpec | None = None
+    """The task in flight."""
     children: Children | None = None
     output: Any = None
     error: str | None = None
@@ -146,8 +233,8 @@ class Execution:
     frames: dict[int, Frame] = field(default_factory=dict)
     next_frame: int = 1
     next_event: int = 1
-    parent: dict[str, Any] | None = None
-    """For a `.sync` child: {execution_arn, frame, attempt, integration}."""
+    parent: ParentTask | None = None
+    """For a child execution: the parent's task that started it."""
     redrive_count: int = 0
     options: dict[str, Any] = field(default_factory=dict)
     version: int = 0
@@ -177,9 +264,7 @@ class TaskRequest:
     execution_arn: str
     frame: int
     attempt: int
-    kind: str
-    """`lambda` (invoke), `callback` (invoke.waitForTaskToken), `child` (startExecution),
-    `sqs`, or `unsupported`."""
+    kind: TaskKind
     resource: str
     parameters: Any
     token: str | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from switchyard.engine.interpreter.model import Children, Frame, FrameStatus
+from switchyard.engine.interpreter.model import Children, Frame, FrameStatus, TaskSpec
 from switchyard.records.jsonb import json_text
 
 __all__ = ["frame_from_json", "frame_to_json", "json_text"]
@@ -24,7 +24,7 @@ def frame_to_json(frame: Frame) -> dict[str, Any]:
         "attempt": frame.attempt,
         "index": frame.index,
         "item": frame.item,
-        "task": frame.task,
+        "task": frame.task.to_json() if frame.task else None,
         "children": frame.children.to_json() if frame.children else None,
         "output": frame.output,
         "error": frame.error,
@@ -47,7 +47,7 @@ def frame_from_json(frame_id: int, data: dict[str, Any]) -> Frame:
         attempt=data.get("attempt", 0),
         index=data.get("index"),
         item=data.get("item"),
-        task=data.get("task"),
+        task=TaskSpec.from_json(data["task"]) if data.get("task") else None,
         children=Children.from_json(data["children"]) if data.get("children") else None,
         output=data.get("output"),
         error=data.get("error"),

@@ -12,7 +12,13 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.rows import class_row
 
-from switchyard.engine.interpreter.model import Execution, TaskRequest, TimerRequest, Transition
+from switchyard.engine.interpreter.model import (
+    Execution,
+    ParentTask,
+    TaskRequest,
+    TimerRequest,
+    Transition,
+)
 from switchyard.engine.store import sql
 from switchyard.engine.store.codec import frame_from_json, frame_to_json, json_text
 from switchyard.engine.store.rows import (
@@ -188,7 +194,7 @@ class EngineStore:
                 execution.status.value,
                 _json(execution.input),
                 execution.started_at,
-                _json(execution.parent) if execution.parent else None,
+                _json(execution.parent.to_json()) if execution.parent else None,
                 _json(execution.options),
             ),
         )
@@ -279,8 +285,8 @@ class EngineStore:
         rows = self.conn.execute(sql.RUNNING_CHILDREN, (execution_id, frame_id, attempt))
         return [str(row[0]) for row in rows.fetchall()]
 
-    def set_parent(self, execution_id: int, parent: dict[str, Any]) -> None:
-        self.conn.execute(sql.SET_PARENT, (_json(parent), execution_id))
+    def set_parent(self, execution_id: int, parent: ParentTask) -> None:
+        self.conn.execute(sql.SET_PARENT, (_json(parent.to_json()), execution_id))
 
     def mark_redriven(self, execution_id: int, at: datetime) -> None:
         self.conn.execute(sql.REDRIVEN, (at, execution_id))

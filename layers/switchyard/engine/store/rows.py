@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from switchyard.engine.interpreter.model import TaskRequest
+from switchyard.engine.interpreter.model import ParentTask, TaskKind, TaskRequest
 
 
 @dataclass(frozen=True)
@@ -77,10 +77,15 @@ class ExecutionRow:
     redrive_count: int
     redrive_at: datetime | None
     parent: dict[str, Any] | None
+    """The `ParentTask` of a child execution, as stored (`parent_task` reads it)."""
     options: dict[str, Any]
     next_event: int
     next_frame: int
     version: int
+
+    @property
+    def parent_task(self) -> ParentTask | None:
+        return ParentTask.from_json(self.parent) if self.parent else None
 
 
 @dataclass(frozen=True)
@@ -109,7 +114,7 @@ class TaskRow:
     execution_arn: str
     frame_id: int
     attempt: int
-    kind: str
+    kind: TaskKind
     resource: str
     parameters: Any
     token: str | None

@@ -15,7 +15,7 @@ from typing import Any
 from switchyard.engine.asl import Task, resolve_seconds
 from switchyard.engine.interpreter.dataflow import effective_input, finish, parameters
 from switchyard.engine.interpreter.events import details, resource_parts, to_text
-from switchyard.engine.interpreter.model import Frame, FrameStatus, TaskRequest
+from switchyard.engine.interpreter.model import Frame, FrameStatus, TaskKind, TaskRequest, TaskSpec
 from switchyard.engine.interpreter.outcomes import SUSPENDED, Failed, Outcome
 from switchyard.engine.interpreter.step import Step
 
@@ -33,7 +33,7 @@ class InlineResult:
 InlineRunner = Callable[[TaskRequest], InlineResult | None]
 
 
-def kind_of(resource: str) -> str:
+def kind_of(resource: str) -> TaskKind:
     service, action = resource_parts(resource)
     if service == "lambda" and resource.startswith("arn:aws:lambda:"):
         return "lambda_direct"
@@ -83,14 +83,14 @@ def enter(step: Step, frame: Frame, state: Task, inline: InlineRunner | None = N
     if heartbeat:
         scheduled["heartbeatInSeconds"] = heartbeat
     event = step.emit(f"{prefix}Scheduled", details(f"{prefix}Scheduled", **scheduled))
-    frame.task = {
-        "kind": kind,
-        "resource": state.resource,
-        "token": token,
-        "scheduled_event": event,
-        "timeout": timeout,
-        "heartbeat": heartbeat,
-    }
+    frame.task = TaskSpec(
+        kind=kind,
+        resource=state.resource,
+        token=token,
+        scheduled_event=event,
+        timeout=timeout,
+        heartbeat=heartbeat,
+    )
     frame.touch()
     request = TaskRequest(
         step.execution.arn, frame.id, frame.attempt, kind, state.resource, params, token, timeout
@@ -119,7 +119,7 @@ def submitted(step: Step, frame: Frame, state: Task, output: Any) -> None:
 
 
 def succeeded(step: Step, frame: Frame, state: Task, result: Any) -> Outcome:
-    prefix = _event_prefix(str((frame.task or {}).get("kind", "")))
+    prefix = _event_prefix(frame.task.kind if frame.task else "")
     fields = {} if prefix == "LambdaFunction" else _resource_fields(state.resource)
     step.emit(
         f"{prefix}Succeeded",
@@ -144,7 +144,7 @@ def succeeded(step: Step, frame: Frame, state: Task, result: Any) -> Outcome:
 def failed(
     step: Step, frame: Frame, state: Task, error: str, cause: str, *, timed_out: bool = False
 ) -> Outcome:
-    prefix = _event_prefix(str((frame.task or {}).get("kind", "")))
+    prefix = _event_prefix(frame.task.kind if frame.task else "")
     kind = f"{prefix}TimedOut" if timed_out else f"{prefix}Failed"
     fields = {} if prefix == "LambdaFunction" else _resource_fields(state.resource)
     step.emit(kind, details(kind, **fields, error=error, cause=cause))
@@ -153,19 +153,19 @@ def failed(
 
 
 def heartbeat(step: Step, frame: Frame) -> None:
-    seconds = (frame.task or {}).get("heartbeat")
+    seconds = frame.task.heartbeat if frame.task else None
     if seconds:
         step.set_timer(frame, "heartbeat", step.now + timedelta(seconds=int(seconds)))
 
 
 def _settle(step: Step, frame: Frame) -> None:
-    task = frame.task or {}
-    if task.get("timeout"):
+    task = frame.task
+    if task is not None and task.timeout:
         step.cancel_timer(frame, "task_timeout")
-    if task.get("heartbeat"):
+    if task is not None and task.heartbeat:
         step.cancel_timer(frame, "heartbeat")
-    if task.get("token"):
-        step.transition.revoked_tokens.append(str(task["token"]))
+    if task is not None and task.token:
+        step.transition.revoked_tokens.append(task.token)
     step.transition.settled_tasks.append((frame.id, frame.attempt))
     frame.task = None
     frame.touch()
