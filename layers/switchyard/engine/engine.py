@@ -128,6 +128,16 @@ class _Batch:
 
 
 @dataclass
+class _Running:
+    """What a started engine works with: the coordinator's connection and the store over it
+    (both replaced after a database fault), and the pool that API threads read from."""
+
+    conn: psycopg.Connection[Any]
+    store: EngineStore
+    pool: ConnectionPool
+
+
+@dataclass
 class _Unsure:
     """A batch whose connection died while it committed: whether it did is read back."""
 
@@ -181,9 +191,8 @@ class Engine:
         self._dispatcher = Dispatcher(self.registry, workers=workers, on_outcome=self._task_outcome)
         self._paths = RemainingPaths()
         """The longest remaining path of each task, read from its machine (for the queue)."""
-        self._conn: psycopg.Connection[Any] | None = None
-        self._store: EngineStore | None = None
-        self._pool: ConnectionPool | None = None
+        self._running: _Running | None = None
+        """The connections of a started engine (None before `start`)."""
         self._current_execution_id: int | None = None
         self._ids = IdPool()
         self._prefetch = Prefetch()
@@ -220,10 +229,13 @@ class Engine:
         """Migrate, recover, and run the coordinator (the caller holds the ownership lock)."""
         with psycopg.connect(self.conninfo) as conn:
             apply_migrations(conn)
-        self._connect()
-        assert self._conn is not None
-        self._epoch = fencing.claim(self._conn)
-        self._pool = ConnectionPool(
+        conn = self._new_connection()
+        try:
+            self._epoch = fencing.claim(conn)
+        except BaseException:
+            conn.close()
+            raise
+        pool = ConnectionPool(
             self.conninfo,
             min_size=1,
             max_size=4,
@@ -231,17 +243,33 @@ class Engine:
             kwargs={"autocommit": True, "connect_timeout": 10},
             check=ConnectionPool.check_connection,  # a connection the server dropped is not lent
         )
+        self._running = _Running(conn, EngineStore(conn), pool)
         self._recover()
         self._healthy = True
         self._thread = threading.Thread(target=self._loop, name="switchyard-engine", daemon=True)
         self._thread.start()
 
+    def _new_connection(self) -> psycopg.Connection[Any]:
+        return psycopg.connect(self.conninfo, autocommit=False, connect_timeout=10)
+
     def _connect(self) -> None:
-        if self._conn is not None:
-            with contextlib.suppress(psycopg.Error):  # a broken connection
-                self._conn.close()
-        self._conn = psycopg.connect(self.conninfo, autocommit=False, connect_timeout=10)
-        self._store = EngineStore(self._conn)
+        """A new coordinator connection in place of the one a fault broke."""
+        live = self._live
+        with contextlib.suppress(psycopg.Error):  # a broken connection
+            live.conn.close()
+        live.conn = self._new_connection()
+        live.store = EngineStore(live.conn)
+
+    @property
+    def _live(self) -> _Running:
+        if self._running is None:
+            raise RuntimeError("start the engine first")
+        return self._running
+
+    @property
+    def _conn(self) -> psycopg.Connection[Any] | None:
+        """The coordinator's connection, if started (what a fault is checked against)."""
+        return self._running.conn if self._running is not None else None
 
     def close(self, *, settle_seconds: float = 10.0) -> None:
         """Stop. Tasks still running for frames that were cancelled (the items of a map whose
@@ -256,10 +284,9 @@ class Engine:
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._dispatcher.shutdown()
-        if self._pool is not None:
-            self._pool.close()
-        if self._conn is not None:
-            self._conn.close()
+        if self._running is not None:
+            self._running.pool.close()
+            self._running.conn.close()
 
     def _abandoned_running(self) -> bool:
         return bool(self._abandoned) and self._thread is not None and self._thread.is_alive()
@@ -276,8 +303,7 @@ class Engine:
     @contextmanager
     def read(self) -> Iterator[EngineStore]:
         """A store on a pooled connection, for queries from API threads."""
-        assert self._pool is not None, "start the engine first"
-        with self._pool.connection() as conn:
+        with self._live.pool.connection() as conn:
             yield EngineStore(conn)
 
     # --- commands (through the coordinator) ---------------------------------------------------
@@ -380,19 +406,18 @@ class Engine:
     def _process(self, commands: list[Command]) -> None:
         """Apply a batch in one transaction, pipelined; if anything goes wrong, apply it again
         command by command, each in a savepoint, so that a bad command loses only itself."""
-        assert self._conn is not None and self._store is not None
         batch = _Batch()
         self._touched.clear()
         number = self._next_batch_number()
         try:
-            with self._conn.pipeline(), self._conn.transaction():
-                fence = fencing.Check(self._conn, self._epoch, number)
+            with self._live.conn.pipeline(), self._live.conn.transaction():
+                fence = fencing.Check(self._live.conn, self._epoch, number)
                 self._prefetch = Prefetch.read(
-                    self._store, commands, self._ids, cached=self._cache.__contains__
+                    self._live.store, commands, self._ids, cached=self._cache.__contains__
                 )
                 for command in commands:
                     self._apply_unguarded(command, batch)
-                self._store.write_transitions(batch.transitions)
+                self._live.store.write_transitions(batch.transitions)
                 fence.verify()
         except fencing.FencedOffError:
             self._retry = commands + self._retry  # refused by `_step_down`
@@ -411,16 +436,15 @@ class Engine:
         self._after_commit(batch)
 
     def _process_one_by_one(self, commands: list[Command]) -> None:
-        assert self._conn is not None and self._store is not None
         batch = _Batch()
         self._touched.clear()
         number = self._next_batch_number()
         try:
-            with self._conn.transaction():
-                fencing.Check(self._conn, self._epoch, number).verify()
+            with self._live.conn.transaction():
+                fencing.Check(self._live.conn, self._epoch, number).verify()
                 for command in commands:
                     self._apply_one(command, batch)
-                self._store.write_transitions(batch.transitions)
+                self._live.store.write_transitions(batch.transitions)
         except fencing.FencedOffError:
             self._retry = commands + self._retry  # refused by `_step_down`
             raise
@@ -446,9 +470,8 @@ class Engine:
         batch.reply(command, value)
 
     def _apply_one(self, command: Command, batch: _Batch) -> None:
-        assert self._conn is not None
         try:
-            with self._conn.transaction():  # a savepoint: a failed command loses only itself
+            with self._live.conn.transaction():  # a savepoint: a failed command loses only itself
                 value = self._apply(command, batch)
         except errors.EngineError as error:
             batch.reply(command, error=error)
@@ -488,28 +511,27 @@ class Engine:
 
     def _machine_for(self, arn: str) -> tuple[str, str | None, str]:
         """(machine ARN, version ARN or None, definition hash) for a start."""
-        assert self._store is not None
         base, qualifier = split_machine_arn(arn)
         if qualifier is None:
             known, digest = self._prefetch.machine_hash(base)
             if not known:
-                machine = self._store.machine(base)
+                machine = self._live.store.machine(base)
                 digest = machine.definition_hash if machine else None
             if digest is None:
                 raise errors.StateMachineDoesNotExist(f"State Machine Does Not Exist: '{arn}'")
             return base, None, digest
-        if self._store.machine(base) is None:
+        if self._live.store.machine(base) is None:
             raise errors.StateMachineDoesNotExist(f"State Machine Does Not Exist: '{arn}'")
         if qualifier.isdigit():
-            version = self._store.version(arn)
+            version = self._live.store.version(arn)
             if version is None:
                 raise errors.StateMachineDoesNotExist(f"State Machine Does Not Exist: '{arn}'")
             return base, arn, version.definition_hash
-        alias = self._store.alias(arn)
+        alias = self._live.store.alias(arn)
         if alias is None:
             raise errors.ResourceNotFound(f"Resource not found: '{arn}'")
         target = max(alias.routing, key=lambda r: r.get("weight", 0))["stateMachineVersionArn"]
-        version = self._store.version(target)
+        version = self._live.store.version(target)
         if version is None:
             raise errors.StateMachineDoesNotExist(f"State Machine Does Not Exist: '{target}'")
         return base, target, version.definition_hash
@@ -517,8 +539,7 @@ class Engine:
     def _parsed(self, digest: str) -> StateMachine:
         machine = self._machines.get(digest)
         if machine is None:
-            assert self._store is not None
-            machine = parse_definition(self._store.definition(digest))
+            machine = parse_definition(self._live.store.definition(digest))
             self._machines[digest] = machine
         return machine
 
@@ -526,18 +547,16 @@ class Engine:
         self, machine_arn: str, name: str, arn: str
     ) -> tuple[str, Any, datetime | None] | None:
         """(status, input, start date) of the execution already under this name, if any."""
-        assert self._store is not None
         cached = self._by_arn.get(arn)
         if cached is not None:
             execution = self._cache[cached]
             return execution.status.value, execution.input, execution.started_at
         known, row = self._prefetch.execution(machine_arn, name)
         if not known:
-            row = self._store.execution_by_name(machine_arn, name)
+            row = self._live.store.execution_by_name(machine_arn, name)
         return None if row is None else (row.status, row.input, row.started_at)
 
     def _start_execution(self, command: StartExecution, batch: _Batch) -> dict[str, Any]:
-        assert self._store is not None and self._conn is not None
         base, version_arn, digest = self._machine_for(command.machine_arn)
         name = command.name or str(uuid.uuid4())
         if not re.match(_NAME, name):
@@ -552,7 +571,7 @@ class Engine:
         machine = self._parsed(digest)
         now = self._clock()
         execution = Execution(
-            id=self._ids.take(self._store),
+            id=self._ids.take(self._live.store),
             arn=arn,
             name=name,
             machine=machine,
@@ -563,11 +582,11 @@ class Engine:
             parent=command.parent,
             options=command.options,
         )
-        self._store.insert_execution(execution, version_arn=version_arn, digest=digest)
+        self._live.store.insert_execution(execution, version_arn=version_arn, digest=digest)
         self._current_execution_id = execution.id
         self._cache_put(execution)
         transition = self._interpreter.start(execution, role_arn=self.arns.role())
-        self._hooks.on_transition(TransitionInput(self._conn, transition, started=True))
+        self._hooks.on_transition(TransitionInput(self._live.conn, transition, started=True))
         batch.add(transition)
         return {"executionArn": arn, "startDate": now}
 
@@ -587,7 +606,6 @@ class Engine:
 
     def _load(self, *, execution_id: int | None = None, arn: str | None = None) -> Execution | None:
         """The execution in memory, loading it from its row and frames when needed."""
-        assert self._store is not None
         if arn is not None and arn in self._by_arn:
             execution_id = self._by_arn[arn]
         if execution_id is not None and execution_id in self._cache:
@@ -597,7 +615,7 @@ class Engine:
             return self._cache[execution_id]
         row = self._prefetch.rows.get(execution_id) if execution_id is not None else None
         if row is None:
-            row = self._store.execution_row(arn=arn, execution_id=execution_id)
+            row = self._live.store.execution_row(arn=arn, execution_id=execution_id)
         if row is None:
             return None
         execution = self._from_row(row)
@@ -606,7 +624,6 @@ class Engine:
         return execution
 
     def _from_row(self, row: ExecutionRow) -> Execution:
-        assert self._store is not None
         machine = self._parsed(row.definition_hash)
         execution = Execution(
             id=row.id,
@@ -631,7 +648,7 @@ class Engine:
             options=row.options,
             version=row.version,
         )
-        self._store.load_frames(execution, self._prefetch.frames_of(row.id))
+        self._live.store.load_frames(execution, self._prefetch.frames_of(row.id))
         return execution
 
     def _cache_put(self, execution: Execution) -> None:
@@ -653,13 +670,12 @@ class Engine:
         self._inbox.put(TaskDone(outcome))
 
     def _task_done(self, command: TaskDone, batch: _Batch) -> None:
-        assert self._conn is not None
         execution_id, frame_id, attempt = command.outcome.key
         execution = self._load(execution_id=execution_id)
         if execution is None:
             return
         if execution.status.is_final:  # a late result: a gate it opened must not stay open
-            self._hooks.on_ended_answered(EndedInput(self._conn, execution))
+            self._hooks.on_ended_answered(EndedInput(self._live.conn, execution))
         frame = execution.frames.get(frame_id)
         task = frame.task if frame else None
         request = self._request(execution, frame_id, attempt)
@@ -685,16 +701,16 @@ class Engine:
             if request is not None:
                 self._hooks.on_task_result(
                     TaskResultInput(
-                        self._conn, execution, request, outcome.ok, outcome.value,
+                        self._live.conn, execution, request, outcome.ok, outcome.value,
                         cause=outcome.cause,
                     )
                 )  # fmt: skip
-            self._hooks.on_transition(TransitionInput(self._conn, transition, started=False))
+            self._hooks.on_transition(TransitionInput(self._live.conn, transition, started=False))
         elif (late := self._late_request(command.outcome.key, frame)) is not None:
             batch.late.add(command.outcome.key)
             self._hooks.on_task_result(  # the run has moved on; the money was spent anyway
                 TaskResultInput(
-                    self._conn, execution, late, outcome.ok, outcome.value,
+                    self._live.conn, execution, late, outcome.ok, outcome.value,
                     cause=outcome.cause, late=True,
                 )
             )  # fmt: skip
@@ -717,14 +733,12 @@ class Engine:
         known, request = self._prefetch.task((execution.id, frame_id, attempt))
         if known:
             return request
-        assert self._store is not None
-        return self._store.task_request(execution.id, frame_id, attempt)
+        return self._live.store.task_request(execution.id, frame_id, attempt)
 
     def _callback(self, command: Callback, batch: _Batch) -> dict[str, Any]:
-        assert self._store is not None and self._conn is not None
         known, found = self._prefetch.token(command.token)
         if not known:
-            found = self._store.token(command.token)
+            found = self._live.store.token(command.token)
         if found is None:
             raise errors.TaskDoesNotExist("Task Does Not Exist")
         if found.closed:
@@ -754,7 +768,7 @@ class Engine:
             if request is not None:
                 self._hooks.on_task_result(
                     TaskResultInput(
-                        self._conn,
+                        self._live.conn,
                         execution,
                         request,
                         command.kind == "success",
@@ -764,7 +778,7 @@ class Engine:
                         answered=True,
                     )
                 )
-            self._hooks.on_transition(TransitionInput(self._conn, transition, started=False))
+            self._hooks.on_transition(TransitionInput(self._live.conn, transition, started=False))
         batch.add(transition)
         return {}
 
@@ -772,7 +786,6 @@ class Engine:
         """A wait ends, a retry is due, a task or the execution times out. Its transition is
         recorded like any other: a gate's tier that timed out closes its row, the next tier's
         task and the run's end show in the run records (the hooks see it)."""
-        assert self._conn is not None
         execution = self._load(execution_id=command.execution_id)
         if execution is None:
             return
@@ -780,22 +793,20 @@ class Engine:
             execution, command.frame, command.kind, command.attempt
         )
         if transition is not None:
-            self._hooks.on_transition(TransitionInput(self._conn, transition, started=False))
+            self._hooks.on_transition(TransitionInput(self._live.conn, transition, started=False))
         batch.add(transition)
 
     def _stop_execution(self, command: StopExecution, batch: _Batch) -> dict[str, Any]:
-        assert self._conn is not None
         execution = self._load(arn=command.arn)
         if execution is None:
             raise errors.ExecutionDoesNotExist(f"Execution Does Not Exist: '{command.arn}'")
         if not execution.status.is_final:
             transition = self._interpreter.stop(execution, error=command.error, cause=command.cause)
-            self._hooks.on_transition(TransitionInput(self._conn, transition, started=False))
+            self._hooks.on_transition(TransitionInput(self._live.conn, transition, started=False))
             batch.add(transition)
         return {"stopDate": execution.stopped_at or self._clock()}
 
     def _redrive(self, command: RedriveExecution, batch: _Batch) -> dict[str, Any]:
-        assert self._store is not None and self._conn is not None
         execution = self._load(arn=command.arn)
         if execution is None:
             raise errors.ExecutionDoesNotExist(f"Execution Does Not Exist: '{command.arn}'")
@@ -811,9 +822,9 @@ class Engine:
         with self._done:
             self._ended.pop(execution.arn, None)  # running again: `wait` must not see its end
         now = self._clock()
-        self._store.mark_redriven(execution.id, now)
-        self._hooks.on_redrive(RedriveInput(self._conn, execution))
-        self._hooks.on_transition(TransitionInput(self._conn, transition, started=False))
+        self._live.store.mark_redriven(execution.id, now)
+        self._hooks.on_redrive(RedriveInput(self._live.conn, execution))
+        self._hooks.on_transition(TransitionInput(self._live.conn, transition, started=False))
         batch.add(transition)
         return {"redriveDate": now}
 
@@ -852,7 +863,7 @@ class Engine:
         name = str(params.get("Name") or uuid.uuid4())
         try:
             base, _, _ = self._machine_for(str(params.get("StateMachineArn", "")))
-            existing = self._store.execution_by_name(base, name) if self._store else None
+            existing = self._live.store.execution_by_name(base, name)
             if existing is None:
                 started = self._start_execution(
                     StartExecution(
@@ -889,7 +900,7 @@ class Engine:
             frame.task = replace(frame.task, child_arn=child_arn)
             frame.touch()
         if integration == "none":
-            row = self._store.execution_row(arn=child_arn) if self._store else None
+            row = self._live.store.execution_row(arn=child_arn)
             result = {
                 "ExecutionArn": child_arn,
                 "StartDate": _iso(row.started_at if row else self._clock()),
@@ -903,20 +914,17 @@ class Engine:
         """A transition of the starting execution, written to its run records as well (a
         fire-and-forget start goes straight on, as does a start that failed)."""
         if transition is not None:
-            assert self._conn is not None
-            self._hooks.on_transition(TransitionInput(self._conn, transition, started=False))
+            self._hooks.on_transition(TransitionInput(self._live.conn, transition, started=False))
         batch.add(transition)
 
     def _relink_child(self, execution_id: int, link: ParentTask) -> None:
-        if self._store is not None:
-            self._store.set_parent(execution_id, link)
+        self._live.store.set_parent(execution_id, link)
         cached = self._load(execution_id=execution_id)
         if cached is not None:
             cached.parent = link
 
     def _child_finished(self, command: ChildFinished, batch: _Batch) -> None:
-        assert self._store is not None and self._conn is not None
-        row = self._store.execution_row(arn=command.child_arn)
+        row = self._live.store.execution_row(arn=command.child_arn)
         link = row.parent_task if row is not None else None
         if row is None or link is None or row.status == "RUNNING":
             return
@@ -937,7 +945,7 @@ class Engine:
                 json.dumps(description, default=str),
             )
         if transition is not None:
-            self._hooks.on_transition(TransitionInput(self._conn, transition, started=False))
+            self._hooks.on_transition(TransitionInput(self._live.conn, transition, started=False))
         batch.add(transition)
 
     def _post_after_commit(self, batch: _Batch, command: Command) -> None:
@@ -950,9 +958,8 @@ class Engine:
         if request.kind == "sqs":
             body = params.get("MessageBody", "")
             text = body if isinstance(body, str) else json.dumps(body, separators=(",", ":"))
-            assert self._store is not None
             execution_id = self._by_arn.get(request.execution_arn)
-            self._store.dead_letter(str(params.get("QueueUrl", "")), text, execution_id)
+            self._live.store.dead_letter(str(params.get("QueueUrl", "")), text, execution_id)
             digest = hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()
             return InlineResult(True, {"MessageId": str(uuid.uuid4()), "MD5OfMessageBody": digest})
         if request.kind != "lambda":
@@ -1170,10 +1177,8 @@ class Engine:
         self._outage.recovered(f"{len(self._retry)} commands to apply again")
 
     def _reconnect(self) -> None:
-        assert self._pool is not None
         self._connect()  # always a new one: a pipeline cut short can leave the old one unusable
-        assert self._conn is not None
-        current = fencing.state(self._conn)
+        current = fencing.state(self._live.conn)
         if current.epoch != self._epoch:
             raise fencing.FencedOffError(self._epoch)
         if self._unsure is not None:
@@ -1181,7 +1186,7 @@ class Engine:
         if self._ownership is not None and not self._ownership.alive():
             if not self._ownership.acquire(wait=False):
                 raise fencing.FencedOffError(self._epoch)  # another engine holds the lock now
-            epoch = fencing.reclaim(self._conn, self._epoch)
+            epoch = fencing.reclaim(self._live.conn, self._epoch)
             if epoch is None:  # someone owned the database meanwhile: our memory is stale
                 raise fencing.FencedOffError(self._epoch)
             self._epoch, self._batch_number = epoch, 0
@@ -1240,8 +1245,7 @@ class Engine:
                 self._stop.wait(0.25)
                 return
             self._connect()
-            assert self._conn is not None
-            self._epoch, self._batch_number = fencing.claim(self._conn), 0
+            self._epoch, self._batch_number = fencing.claim(self._live.conn), 0
             self._recover()
         except Exception as exc:
             if not is_connection_fault(exc, self._conn):
@@ -1265,25 +1269,24 @@ class Engine:
 
         Calls that were in progress in the engine that died are let go first, so that their
         re-dispatched steps may call again instead of waiting out the Lambda deadline."""
-        assert self._store is not None and self._conn is not None
-        self._hooks.on_recover(RecoverInput(self._conn))
-        for timer in self._store.timers():
+        self._hooks.on_recover(RecoverInput(self._live.conn))
+        for timer in self._live.store.timers():
             self._timers.set(
                 (timer.execution_id, timer.frame_id, timer.kind), timer.fire_at, timer.attempt
             )
-        pending = self._store.pending_tasks()
+        pending = self._live.store.pending_tasks()
         orphans = {  # their parent ended before it stopped them
             orphan.arn: stopped_by(orphan.parent_name, ExecutionStatus(orphan.parent_status))
-            for orphan in self._store.orphaned_children()
+            for orphan in self._live.store.orphaned_children()
         }
-        self._conn.commit()
+        self._live.conn.commit()
         for arn, cause in orphans.items():
             self._inbox.put(StopExecution(arn, error="States.Aborted", cause=cause))
         for task in pending:
             if task.execution_arn in orphans:
                 continue
             execution = self._load(execution_id=task.execution_id)
-            self._conn.commit()
+            self._live.conn.commit()
             if execution is not None:
                 self._dispatch(execution, task.request())
 
