@@ -13,7 +13,7 @@ through (tests/e2e/db_chaos.py). Prints runs lost, stuck, duplicated SQL effects
 each fault to the engine's next committed progress.
 
 The same harness as tests/e2e/test_crash_safety.py (tests/e2e/engine_chaos.py), at scale: the
-engine runs as `python -m switchyard.engine.serve` on a fresh database of the test server
+engine runs as `python -m switchyard.local.serve` on a fresh database of the test server
 (SWITCHYARD_TEST_PG, default 127.0.0.1:5432) unless --database-url names one. Prints runs
 completed, lost, duplicated effects, and the time from each restart to the engine owning the
 database and to its first progress on runs that were in flight. Exit status 1 when anything was

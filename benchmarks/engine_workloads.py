@@ -24,7 +24,7 @@ import psycopg
 from switchyard.engine import machines
 from switchyard.engine.commands import Callback, Command, StartExecution
 from switchyard.engine.dispatch.registry import FunctionRegistry
-from switchyard.engine.engine import Engine
+from switchyard.local.stack import local_engine
 
 LAMBDA = "arn:aws:states:::lambda:invoke"
 CALLBACK = "arn:aws:states:::lambda:invoke.waitForTaskToken"
@@ -105,7 +105,7 @@ class SwitchyardBench:
         registry = FunctionRegistry(None)
         registry.register("noop", self.steps.noop)
         registry.register("notify", self._notify)
-        self.engine = Engine(conninfo, registry=registry, workers=workers)
+        self.engine = local_engine(conninfo, registry=registry, workers=workers)
         self.machine_arns: dict[str, str] = {}
 
     def _notify(self, event: Any, context: Any) -> dict[str, Any]:

@@ -28,8 +28,8 @@ sys.path.insert(0, str(REPO))
 
 from switchyard.engine import machines  # noqa: E402
 from switchyard.engine.commands import StartExecution  # noqa: E402
-from switchyard.engine.engine import Engine  # noqa: E402
 from switchyard.engine.substitution import local_values, substitute  # noqa: E402
+from switchyard.local.stack import local_engine  # noqa: E402
 from tests.scenarios.harness.engine_runner import scripted_registry  # noqa: E402
 from tests.scenarios.harness.scripted import ScriptedFunctions  # noqa: E402
 
@@ -69,7 +69,7 @@ def definition(name: str, rev: str | None) -> str:
 def measure(conninfo: str, name: str, base: str, runs: int) -> dict[str, list[float]]:
     inputs, script = RUNS[name]
     functions = ScriptedFunctions(script)  # one answer per step: every call plays it
-    engine = Engine(conninfo, registry=scripted_registry(functions))
+    engine = local_engine(conninfo, registry=scripted_registry(functions))
     engine.start()
     timings: dict[str, list[float]] = {base: [], "now": []}
     try:

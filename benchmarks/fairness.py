@@ -32,7 +32,7 @@ from peers.common import fresh_database
 from switchyard.engine import machines
 from switchyard.engine.commands import StartExecution
 from switchyard.engine.dispatch.registry import FunctionRegistry
-from switchyard.engine.engine import Engine
+from switchyard.local.stack import local_engine
 
 LAMBDA = "arn:aws:states:::lambda:invoke"
 BRANCHES = 50
@@ -90,7 +90,7 @@ class Bench:
         self._lock = threading.Lock()
         registry = FunctionRegistry(None)
         registry.register("work", self.work, concurrency=workers)
-        self.engine = Engine(conninfo, registry=registry, workers=workers)
+        self.engine = local_engine(conninfo, registry=registry, workers=workers)
         self.engine.start()
         with self.engine.read() as store:
             self.fan_out = machines.create(

@@ -12,7 +12,7 @@ from typing import Any
 
 from switchyard.contract import StepInvocation, continued_to
 from switchyard.engine.commands import StartExecution
-from switchyard.engine.engine import Engine
+from switchyard.local.stack import local_engine
 from switchyard.model import Workflow
 from switchyard.source import load_document
 from switchyard.validate import validate_document
@@ -132,7 +132,7 @@ def _moto_end(sfn: Any, execution: str) -> dict[str, Any]:
 
 def run_on_engine(conninfo: str, scenario: Scenario) -> Segments:
     functions = _functions(scenario)
-    engine = Engine(conninfo, registry=scripted_registry(functions))
+    engine = local_engine(conninfo, registry=scripted_registry(functions))
     engine.start()
     statuses, outputs, names = [], [], []
     try:

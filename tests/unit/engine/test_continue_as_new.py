@@ -10,7 +10,7 @@ from switchyard.compile import compile_workflow
 from switchyard.contract import continued_to
 from switchyard.diagnostics import Code
 from switchyard.engine.commands import StartExecution
-from switchyard.engine.engine import Engine
+from switchyard.local.stack import local_engine
 from switchyard.model import Workflow
 from switchyard.source import load_document
 from switchyard.validate import validate_document
@@ -44,7 +44,7 @@ def _run(conninfo: str, after: int) -> list[tuple[str, str | None, str | None]]:
     workflow = _workflow(after)
     script = {"grind": [{"text": "x"}]}
     scenario = Scenario(f"runaway-{after}", "", workflow, [], {}, script, {}, {})
-    engine = Engine(conninfo, registry=scripted_registry(ScriptedFunctions(scenario.script)))
+    engine = local_engine(conninfo, registry=scripted_registry(ScriptedFunctions(scenario.script)))
     engine.start()
     segments = []
     try:

@@ -164,7 +164,7 @@ def test_within_a_run_the_branch_with_the_longest_path_is_dispatched_first(
     work = Work()
     registry = FunctionRegistry(None)
     registry.register("work", work)
-    engine = Engine(database, registry=registry, workers=1)
+    engine = local_engine(database, registry=registry, workers=1)
     engine.start()
     try:
         with psycopg.connect(database, autocommit=True) as conn:
