@@ -202,6 +202,23 @@ SELECT t.execution_id, t.step_id, t.item, t.status, t.attempts, t.input, t.outpu
  ORDER BY x.n, t.started_at NULLS LAST, t.step_id, t.item
 """
 """The step records of these executions (a run's segments, in order)."""
+SEGMENTS_SQL = """
+SELECT w.execution_id, w.run_id, w.segment AS number, w.continued_from, w.status, w.cost_usd,
+       w.input_tokens, w.output_tokens, w.started_at, w.ended_at, e.arn AS execution_arn
+  FROM workflow_runs w JOIN sfn_executions e ON e.id = w.execution_id
+ WHERE w.run_id = %(run)s OR w.logical_run_id = %(run)s
+ ORDER BY w.segment, w.started_at
+"""
+NEWEST_SEGMENT_SQL = """
+SELECT w.execution_id, e.arn
+  FROM workflow_runs w JOIN sfn_executions e ON e.id = w.execution_id
+ WHERE w.logical_run_id = %s
+ ORDER BY w.segment DESC LIMIT 1
+"""
+LOGICAL_RUN_SQL = """
+SELECT COALESCE(logical_run_id, run_id) FROM workflow_runs WHERE run_id = %s
+ ORDER BY started_at DESC LIMIT 1
+"""
 
 
 @dataclass(frozen=True)
@@ -259,6 +276,37 @@ class TaskRunRow:
     ended_at: datetime | None
 
 
+@dataclass(frozen=True)
+class Segment:
+    """One execution of a logical run."""
+
+    execution_id: int
+    run_id: str
+    number: int
+    continued_from: str | None
+    status: str
+    cost_usd: Decimal
+    input_tokens: int
+    output_tokens: int
+    started_at: datetime
+    ended_at: datetime | None
+    execution_arn: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "segment": self.number,
+            "continued_from": self.continued_from,
+            "status": self.status,
+            "cost_usd": float(self.cost_usd),
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "started_at": self.started_at.isoformat(),
+            "ended_at": self.ended_at.isoformat() if self.ended_at else None,
+            "execution_arn": self.execution_arn,
+        }
+
+
 class RunStore:
     """Statements on one connection, in the caller's transaction."""
 
@@ -297,6 +345,20 @@ class RunStore:
     def tasks_of(self, execution_ids: Sequence[int]) -> list[TaskRunRow]:
         """The step records of several executions (a run's segments), in their order."""
         return self._all(TaskRunRow, TASK_RUNS_SQL, (list(execution_ids),))
+
+    def logical_run_id(self, run_id: str) -> str | None:
+        """The logical run a run id belongs to (its own id, or its first segment's)."""
+        row = self._conn.execute(LOGICAL_RUN_SQL, (run_id,)).fetchone()
+        return str(row[0]) if row else None
+
+    def newest_segment(self, logical_run_id: str) -> RunLocation | None:
+        """The newest segment of a run that continued as new."""
+        rows = self._all(RunLocation, NEWEST_SEGMENT_SQL, (logical_run_id,))
+        return rows[0] if rows else None
+
+    def segments(self, logical_run_id: str) -> list[Segment]:
+        """The segments of a logical run, in order."""
+        return self._all(Segment, SEGMENTS_SQL, {"run": logical_run_id})
 
     # --- writes (`RunRecords` decides them) ----------------------------------------------------
 
