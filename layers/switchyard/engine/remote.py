@@ -86,7 +86,8 @@ class CommandListener:
 
     def close(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=5)
+        if self._thread.ident is not None:  # a process closed while still waiting for the lock
+            self._thread.join(timeout=5)  # never started its listener
 
     def _run(self) -> None:
         outage = Outage(log, "the command listener")

@@ -61,3 +61,10 @@ def test_a_command_a_dead_engine_had_taken_is_done_by_the_next(pg_conninfo: str)
         assert status == ("done",)
     finally:
         listener.close()
+
+
+def test_a_listener_closed_before_it_started_closes_quietly(pg_conninfo: str) -> None:
+    """A second engine process closed while it still waits for the lock never started its
+    command listener: closing it must not fail ("cannot join thread before it is started")."""
+    listener = CommandListener(pg_conninfo, lambda command: None)
+    listener.close()
