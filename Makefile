@@ -42,12 +42,18 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
+# pytest-xdist: one worker per CPU (`make test TEST_WORKERS=0` runs in one process). A module's
+# tests stay together in one worker, tests/infra's all in one (tests/conftest.py); each worker has
+# its own databases, servers and browser. README.md, Tests, has the timings.
+TEST_WORKERS ?= auto
+XDIST := -n $(TEST_WORKERS)
+
 unit: setup
-	$(BIN)/pytest
+	$(BIN)/pytest $(XDIST)
 
 # The edit loop: every test but those marked slow (over 5 s each).
 unit-fast: setup
-	$(BIN)/pytest -m "not slow" -q
+	$(BIN)/pytest $(XDIST) -m "not slow" -q
 
 test: lint typecheck unit
 

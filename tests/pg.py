@@ -6,11 +6,11 @@ its conninfo, and drops it afterwards. Use it from a session fixture:
 
     from tests.pg import pg_conninfo  # noqa: F401  (a pytest fixture)
 
-Two things keep a fresh database cheap (many tests ask for one of their own): the migrations run once per
-process, into a template database every migrated one is copied from (`CREATE DATABASE ... TEMPLATE`,
-the same schema and `schema_migrations` rows as migrating it); and a database is dropped in the
-background (PostgreSQL 15 checkpoints on every `DROP DATABASE`: half a second the test need not
-wait for), every drop finished before the process exits.
+Two things keep a fresh database cheap (many tests ask for one of their own): the migrations run
+once per process, into a template database every migrated one is copied from (`CREATE DATABASE ...
+TEMPLATE`: the same schema and `schema_migrations` rows as migrating it); and a database is dropped
+in the background (PostgreSQL 15 checkpoints on every `DROP DATABASE`: half a second the test need
+not wait for). `finish()` waits for the drops and drops the template.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 
 import psycopg
@@ -41,28 +41,43 @@ def fresh_database(*, migrate: bool = True) -> Iterator[str]:
     try:
         yield f"{SERVER} dbname={name}"
     finally:
-        _DROPS.submit(_drop, name)
+        _dropping.append(_DROPS.submit(_drop, name))
 
 
 _DROPS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tests-pg-drop")
-"""Drops databases one at a time in the background; the interpreter waits for it at exit."""
+"""Drops databases one at a time in the background."""
+_dropping: list[Future[None]] = []
 _TEMPLATE_LOCK = threading.Lock()
 _template: str | None = None
 
 
 def _migrated_template() -> str:
-    """This process's template: created and migrated at the first call, dropped at exit. Nothing
-    connects to it afterwards (a template with a connection cannot be copied)."""
+    """This process's template: created and migrated at the first call, dropped by `finish()`.
+    Nothing connects to it afterwards (a template with a connection cannot be copied)."""
     global _template
     with _TEMPLATE_LOCK:
         if _template is None:
             name = _new_name()
             _create(name, template=None)
-            atexit.register(_drop, name)
+            _template = name
             with psycopg.connect(f"{SERVER} dbname={name}") as conn:
                 apply_migrations(conn)
-            _template = name
         return _template
+
+
+def finish() -> None:
+    """Wait for the background drops, then drop the template. At the end of a pytest session
+    (tests/conftest.py: an xdist worker may leave without running `atexit`), else at exit."""
+    global _template
+    wait(_dropping)
+    _dropping.clear()
+    with _TEMPLATE_LOCK:
+        if _template is not None:
+            _drop(_template)
+            _template = None
+
+
+atexit.register(finish)
 
 
 def _new_name() -> str:
