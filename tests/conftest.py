@@ -39,9 +39,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     Workers take the groups in collection order as they become free, and each worker collects
     the groups with a test marked slow first (below): a long group started last would keep one
     worker busy after the others are done."""
-    from xdist.scheduler import LoadScopeScheduling
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore  # untyped, maybe absent
 
-    class ByGroup(LoadScopeScheduling):  # type: ignore[misc]
+    class ByGroup(LoadScopeScheduling):  # type: ignore[misc,unused-ignore]
         def _split_scope(self, nodeid: str) -> str:
             return xdist_group(nodeid)
 

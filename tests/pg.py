@@ -59,9 +59,13 @@ def _migrated_template() -> str:
         if _template is None:
             name = _new_name()
             _create(name, template=None)
+            try:
+                with psycopg.connect(f"{SERVER} dbname={name}") as conn:
+                    apply_migrations(conn)
+            except BaseException:
+                _drop(name)
+                raise
             _template = name
-            with psycopg.connect(f"{SERVER} dbname={name}") as conn:
-                apply_migrations(conn)
         return _template
 
 
