@@ -3,8 +3,8 @@ with SQL on them. `RunRecords` (`projection.py`) decides what to write from an e
 and writes through `RunStore`; `switchyard runs`, `run --json`, the REST API and the operators'
 routes read through it.
 
-(The dashboard's and `stuck.py`'s reports join these tables with the engine's and the gates'
-in read-only statements of their own.)"""
+(The reports that join these tables with the engine's and the gates' — the dashboard's, stuck
+runs — are the read model's, `reports.py`: read-only statements of its own.)"""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import psycopg
 from psycopg.rows import class_row
@@ -215,6 +215,37 @@ SELECT w.execution_id, e.arn
  WHERE w.logical_run_id = %s
  ORDER BY w.segment DESC LIMIT 1
 """
+EXECUTIONS_BY_RUN_ID_SQL = "SELECT execution_id FROM workflow_runs WHERE run_id = %s"
+EXECUTIONS_BY_ARN_SQL = """
+SELECT id FROM sfn_executions e
+ WHERE arn = %s AND EXISTS (SELECT 1 FROM workflow_runs r WHERE r.execution_id = e.id)
+"""
+"""The executions with run records that a run id or an ARN names: each lookup on its own index
+(an OR across the join would read every run)."""
+RUN_VALUE_SQL = {
+    "input": "SELECT left(input::text, %s), octet_length(input::text) FROM workflow_runs"
+    " WHERE execution_id = %s",
+    "output": "SELECT left(output::text, %s), octet_length(output::text) FROM workflow_runs"
+    " WHERE execution_id = %s",
+}
+STEP_VALUE_SQL = {
+    "input": "SELECT left(input::text, %s), octet_length(input::text) FROM task_runs"
+    " WHERE execution_id = %s AND step_id = %s AND item = ''",
+    "output": "SELECT left(output::text, %s), octet_length(output::text) FROM task_runs"
+    " WHERE execution_id = %s AND step_id = %s AND item = ''",
+}
+"""A run's or a step's input or output as JSON text cut at a length, and its full size."""
+RUNNING_RECORDED_BY_RUN_ID_SQL = """
+SELECT e.id, e.arn, e.next_event
+  FROM workflow_runs r JOIN sfn_executions e ON e.id = r.execution_id
+ WHERE r.run_id = %s AND e.status = 'RUNNING' AND e.options @> %s::jsonb
+"""
+RUNNING_RECORDED_BY_ARN_SQL = """
+SELECT e.id, e.arn, e.next_event FROM sfn_executions e
+ WHERE e.arn = %s AND e.status = 'RUNNING' AND e.options @> %s::jsonb
+"""
+"""The RUNNING executions of a run id or ARN whose options hold the given JSON (the
+recorder's mark): what the AWS dashboard's catch-up reads."""
 LOGICAL_RUN_SQL = """
 SELECT COALESCE(logical_run_id, run_id) FROM workflow_runs WHERE run_id = %s
  ORDER BY started_at DESC LIMIT 1
@@ -227,6 +258,15 @@ class RunLocation:
 
     execution_id: int
     arn: str
+
+
+@dataclass(frozen=True)
+class RunningExecution:
+    """An execution still RUNNING, and the next history event its records have not seen."""
+
+    id: int
+    arn: str
+    next_event: int
 
 
 @dataclass(frozen=True)
@@ -321,6 +361,35 @@ class RunStore:
     def find(self, run: str) -> list[RunLocation]:
         """The runs a run id (the execution name) or an execution ARN names, newest first."""
         return self._all(RunLocation, FIND_RUN_SQL, (run, run))
+
+    def execution_ids(self, run: str) -> list[int]:
+        """The executions with run records that a run id (the execution name) or an execution
+        ARN names, newest first."""
+        sql = EXECUTIONS_BY_ARN_SQL if run.startswith("arn:") else EXECUTIONS_BY_RUN_ID_SQL
+        return sorted((int(row[0]) for row in self._conn.execute(sql, (run,))), reverse=True)
+
+    def running_recorded(self, run: str, options: str) -> list[RunningExecution]:
+        """The RUNNING executions a run id or ARN names whose options contain `options` (a
+        JSON object: the recorder marks the executions it mirrors from AWS)."""
+        if run.startswith("arn:"):
+            return self._all(RunningExecution, RUNNING_RECORDED_BY_ARN_SQL, (run, options))
+        return self._all(RunningExecution, RUNNING_RECORDED_BY_RUN_ID_SQL, (run, options))
+
+    def value(
+        self, execution_id: int, which: Literal["input", "output"], *, limit: int
+    ) -> tuple[str | None, int | None] | None:
+        """The run's input or output as JSON text, cut at `limit` characters, and its size in
+        bytes; None when there is no such run."""
+        row = self._conn.execute(RUN_VALUE_SQL[which], (limit, execution_id)).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def step_value(
+        self, execution_id: int, step: str, which: Literal["input", "output"], *, limit: int
+    ) -> tuple[str | None, int | None] | None:
+        """A step's input or output, as `value`; None when the run has no such step."""
+        params = (limit, execution_id, step)
+        row = self._conn.execute(STEP_VALUE_SQL[which], params).fetchone()
+        return (row[0], row[1]) if row else None
 
     def run(self, execution_id: int) -> RunRow | None:
         rows = self._all(RunRow, RUN_SQL, (execution_id,))
