@@ -29,6 +29,7 @@ from typing import Any
 from psycopg_pool import ConnectionPool
 
 from switchyard.records.recorder import RECORDED_FROM, Recorder
+from switchyard.records.store import RunStore
 
 log = logging.getLogger(__name__)
 
@@ -38,15 +39,6 @@ MAX_EVENTS = 5000
 """A run whose history is longer is not caught up (the recorder records it at its end): the
 projection needs the whole history, five pages of 1,000 events each time a step ends."""
 
-RUNNING_BY_RUN_ID_SQL = """
-SELECT e.id, e.arn, e.next_event
-  FROM workflow_runs r JOIN sfn_executions e ON e.id = r.execution_id
- WHERE r.run_id = %s AND e.status = 'RUNNING' AND e.options @> %s::jsonb
-"""
-RUNNING_BY_ARN_SQL = """
-SELECT e.id, e.arn, e.next_event FROM sfn_executions e
- WHERE e.arn = %s AND e.status = 'RUNNING' AND e.options @> %s::jsonb
-"""
 CLAIM_READ_SQL = """
 INSERT INTO execution_reads AS last (execution_id, read_at) VALUES (%s, clock_timestamp())
 ON CONFLICT (execution_id) DO UPDATE SET read_at = EXCLUDED.read_at
@@ -95,20 +87,19 @@ class CatchUp:
     def run(self, run_id: str) -> list[CaughtUp]:
         """Catch up the run `run_id` names (its execution name, or its execution's ARN) if it
         is a deployed run still RUNNING; [] for any other run."""
-        sql = RUNNING_BY_ARN_SQL if run_id.startswith("arn:") else RUNNING_BY_RUN_ID_SQL
         with self._pool.connection() as conn:
-            running = conn.execute(sql.encode(), (run_id, json.dumps(RECORDED_FROM))).fetchall()
+            running = RunStore(conn).running_recorded(run_id, json.dumps(RECORDED_FROM))
             claimed = {
-                int(execution_id)
-                for execution_id, _, _ in running
-                if conn.execute(CLAIM_READ_SQL, (execution_id, self._interval)).fetchone()
+                execution.id
+                for execution in running
+                if conn.execute(CLAIM_READ_SQL, (execution.id, self._interval)).fetchone()
             }
             conn.commit()
         return [
-            self._read(str(arn), int(next_event))
-            if int(execution_id) in claimed
-            else CaughtUp(str(arn), skipped=True)
-            for execution_id, arn, next_event in running
+            self._read(execution.arn, execution.next_event)
+            if execution.id in claimed
+            else CaughtUp(execution.arn, skipped=True)
+            for execution in running
         ]
 
     def _read(self, arn: str, next_event: int) -> CaughtUp:
