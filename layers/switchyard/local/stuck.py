@@ -13,9 +13,10 @@ A run is stuck when it has not ended, its last history event is older than the t
 Waiting on a person (an open approval, human, pause or budget gate) or on a timer still ahead
 is not being stuck, however long it lasts. docs/runbooks.md says what to do about each kind.
 
-The statements read the engine's tables (history, tasks in flight, timers, frames) and the
-gates; they only read them. `stuck_runs` is the one entry point: `switchyard runs list
---stuck`, `GET /runs?stuck=true` and the dashboard call it.
+The statement (`STUCK_WAITS_SQL`, in the run records' read model, `records/reports.py`) reads
+the engine's tables (history, tasks in flight, timers, frames) and the gates; it only reads
+them. `stuck_runs` is the one entry point: `switchyard runs list --stuck`, `GET /runs?stuck=true`
+and the dashboard call it.
 """
 
 from __future__ import annotations
@@ -27,86 +28,16 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 import psycopg
-from psycopg.rows import dict_row
 
 from switchyard.constants import DEFAULT_STUCK_AFTER_SECONDS, STUCK_AFTER_ENV
 from switchyard.local.report import listed_run
 from switchyard.model.durations import parse_duration
+from switchyard.records.reports import RunReports
 
 WaitKind = Literal["task", "callback", "timer", "sub_workflow", "none"]
 
 OPEN_STATUSES = ("running", "waiting", "paused")
 MAX_STUCK_AFTER_SECONDS = 999 * 86400
-
-STUCK_WAITS_SQL = """
-WITH RECURSIVE chosen (execution_id, selected) AS (
-    SELECT r.execution_id, TRUE FROM workflow_runs r
-     WHERE r.status IN ('running', 'waiting', 'paused')
-       AND (%(ids)s::bigint[] IS NULL OR r.execution_id = ANY(%(ids)s::bigint[]))
-       AND (%(status)s::text IS NULL OR r.status = %(status)s::text)
-       AND (%(workflow)s::text IS NULL OR r.workflow = %(workflow)s::text)
-    UNION ALL
-    SELECT c.execution_id, FALSE FROM workflow_runs c
-      JOIN chosen p ON c.parent_execution_id = p.execution_id
-     WHERE c.status IN ('running', 'waiting', 'paused')
-), runs AS (
-    SELECT execution_id, bool_or(selected) AS selected FROM chosen GROUP BY execution_id
-), waits (execution_id, frame_id, kind, step, due_at, child_execution_id) AS (
-    SELECT t.execution_id, t.frame_id, t.kind, t.parameters->'Payload'->>'step_id', due.at,
-           child.execution_id
-      FROM runs
-      JOIN sfn_tasks t ON t.execution_id = runs.execution_id
-      LEFT JOIN LATERAL (
-           SELECT min(m.fire_at) AS at FROM sfn_timers m
-            WHERE m.execution_id = t.execution_id AND m.frame_id = t.frame_id) due ON TRUE
-      LEFT JOIN LATERAL (
-           SELECT c.execution_id FROM workflow_runs c
-             JOIN sfn_executions ce ON ce.id = c.execution_id
-            WHERE t.kind = 'child' AND c.parent_execution_id = t.execution_id
-              AND ce.status = 'RUNNING' AND (ce.parent->>'frame')::int = t.frame_id
-            ORDER BY c.execution_id DESC LIMIT 1) child ON TRUE
-     WHERE (due.at IS NULL OR due.at < %(idle_since)s)
-       AND NOT (t.token IS NOT NULL
-                AND EXISTS (SELECT 1 FROM gates g WHERE g.token = t.token AND g.status = 'open'))
-    UNION ALL
-    SELECT m.execution_id, m.frame_id, 'timer', NULL, m.fire_at, NULL
-      FROM runs
-      JOIN sfn_timers m ON m.execution_id = runs.execution_id
-     WHERE m.fire_at < %(idle_since)s
-       AND NOT EXISTS (SELECT 1 FROM sfn_tasks t
-                        WHERE t.execution_id = m.execution_id AND t.frame_id = m.frame_id)
-    UNION ALL
-    SELECT runs.execution_id, NULL, 'none', NULL, NULL, NULL
-      FROM runs
-     WHERE NOT EXISTS (SELECT 1 FROM sfn_tasks t WHERE t.execution_id = runs.execution_id)
-       AND NOT EXISTS (SELECT 1 FROM sfn_timers m WHERE m.execution_id = runs.execution_id)
-)
-SELECT r.execution_id, r.run_id, r.workflow, r.workflow_version, r.status, r.cost_usd,
-       r.input_tokens, r.output_tokens, r.started_at, r.ended_at, runs.selected,
-       COALESCE(last.at, r.started_at) AS last_transition_at,
-       w.kind, f.data->>'state' AS state, w.step, w.due_at,
-       w.child_execution_id, c.run_id AS child_run_id, ce.parent->>'step' AS child_step
-  FROM waits w
-  JOIN runs ON runs.execution_id = w.execution_id
-  JOIN workflow_runs r ON r.execution_id = w.execution_id
-  LEFT JOIN sfn_frames f ON f.execution_id = w.execution_id AND f.frame_id = w.frame_id
-  LEFT JOIN workflow_runs c ON c.execution_id = w.child_execution_id
-  LEFT JOIN sfn_executions ce ON ce.id = w.child_execution_id
-  LEFT JOIN LATERAL (
-       SELECT h.at FROM sfn_history h
-        WHERE h.execution_id = r.execution_id
-        ORDER BY h.event_id DESC LIMIT 1) last ON TRUE
- WHERE COALESCE(last.at, r.started_at) < %(idle_since)s
-"""
-"""What the open runs asked for (and their open sub-workflow runs, since whether a parent is
-stuck depends on its children) wait on without a known end, when they made no transition since
-`idle_since` (now less the threshold): a task in flight that no open gate holds and whose
-frame's earliest timer (its timeout or heartbeat) is not still ahead, a timer of no task (a
-Wait, a backoff) that fell due before `idle_since`, or nothing in flight at all (`none`). A task
-that runs a sub-workflow names the child (`child_execution_id`): it waits without end when the
-child is itself stuck, which `stuck_runs` decides. Waits on gates and on timers still ahead are
-left out here, so the rows are few however many runs are parked; the tasks and timers tables
-hold only work in flight."""
 
 
 class StuckAfterError(ValueError):
@@ -195,14 +126,12 @@ def stuck_runs(
     and timers are written against when it runs on the same machine."""
     if now is None:
         now = _database_now(conn)
-    after = timedelta(seconds=after_seconds)
-    params = {
-        "idle_since": now - after,
-        "ids": list(execution_ids) if execution_ids is not None else None,
-        "status": status,
-        "workflow": workflow,
-    }
-    rows = conn.cursor(row_factory=dict_row).execute(STUCK_WAITS_SQL, params).fetchall()
+    rows = RunReports(conn).stuck_waits(
+        idle_since=now - timedelta(seconds=after_seconds),
+        execution_ids=execution_ids,
+        status=status,
+        workflow=workflow,
+    )
     runs: dict[int, dict[str, Any]] = {row["execution_id"]: row for row in rows}
     found = _stuck_waits(rows)
     stuck = [
