@@ -9,7 +9,6 @@ from decimal import Decimal
 from typing import Any, Literal
 
 import psycopg
-from psycopg.rows import dict_row
 
 from switchyard.dashboard.errors import (
     BadQueryError,
@@ -20,7 +19,9 @@ from switchyard.dashboard.errors import (
 from switchyard.dashboard.graph import workflow_graph
 from switchyard.dashboard.runs import iso, run_row
 from switchyard.model.durations import parse_duration
+from switchyard.records.reports import RunReports, TimelineEvent
 from switchyard.records.segments import logical_run
+from switchyard.records.store import RunStore
 from switchyard.runtime.large_outputs import OutputNotFoundError, OutputStore
 
 log = logging.getLogger(__name__)
@@ -32,51 +33,10 @@ MAX_VALUE_BYTES = 8 * 1024 * 1024
 
 Value = Literal["input", "output"]
 
-_RUN_SQL = """
-SELECT r.*, e.arn, d.definition,
-       octet_length(r.input::text) AS input_bytes, octet_length(r.output::text) AS output_bytes,
-       CASE WHEN octet_length(r.input::text) <= %(inline)s THEN r.input END AS input_inline,
-       CASE WHEN octet_length(r.output::text) <= %(inline)s THEN r.output END AS output_inline,
-       (SELECT run_id FROM workflow_runs p WHERE p.execution_id = r.parent_execution_id)
-           AS parent_run_id,
-       (SELECT count(*) FROM sfn_history h WHERE h.execution_id = r.execution_id) AS events
-  FROM workflow_runs r
-  JOIN sfn_executions e ON e.id = r.execution_id
-  JOIN sfn_definitions d ON d.hash = e.definition_hash
- WHERE r.execution_id = %(id)s
-"""
-_STEPS_SQL = """
-SELECT step_id, item, status, attempts, error, cost_usd, input_tokens, output_tokens,
-       cache_read_tokens, model, provider, started_at, ended_at,
-       octet_length(output::text) AS output_bytes,
-       CASE WHEN octet_length(output::text) <= %(inline)s THEN output END AS output_inline
-  FROM task_runs WHERE execution_id = %(id)s
- ORDER BY started_at NULLS LAST, step_id, item
-"""
-_GATES_SQL = """
-SELECT id, step_id, kind, tier, assignee, message, show, allow_edit, request, deadline,
-       created_at
-  FROM gates WHERE execution_arn = %s AND status = 'open' ORDER BY created_at
-"""
-_CHILDREN_SQL = """
-SELECT run_id, parent_step, status FROM workflow_runs WHERE parent_execution_id = %s
- ORDER BY started_at LIMIT 1000
-"""
-_TIMELINE_SQL = """
-SELECT event_id, type, at, details FROM sfn_history WHERE execution_id = %s
- ORDER BY event_id DESC LIMIT %s
-"""
-
 
 def executions_of(conn: psycopg.Connection[Any], run_id: str) -> list[int]:
-    """The executions a run id (the execution name) or an execution ARN names, newest first;
-    each lookup on its own index (an OR across the join would read every run)."""
-    if run_id.startswith("arn:"):
-        sql = "SELECT id FROM sfn_executions e WHERE arn = %s AND EXISTS (SELECT 1 FROM"
-        sql += " workflow_runs r WHERE r.execution_id = e.id)"
-    else:
-        sql = "SELECT execution_id FROM workflow_runs WHERE run_id = %s"
-    return sorted((int(row[0]) for row in conn.execute(sql.encode(), (run_id,))), reverse=True)
+    """The executions a run id (the execution name) or an execution ARN names, newest first."""
+    return RunStore(conn).execution_ids(run_id)
 
 
 def locate(conn: psycopg.Connection[Any], run_id: str) -> int:
@@ -128,14 +88,14 @@ def _step(rows: list[dict[str, Any]], children: dict[str, list[dict[str, Any]]])
     }
 
 
-def _event(row: dict[str, Any]) -> dict[str, Any]:
-    details = row["details"] if isinstance(row["details"], dict) else {}
+def _event(row: TimelineEvent) -> dict[str, Any]:
+    details = row.details if isinstance(row.details, dict) else {}
     inner = next((v for k, v in details.items() if k.endswith("EventDetails")), None)
     inner = inner if isinstance(inner, dict) else {}
     return {
-        "id": row["event_id"],
-        "type": row["type"],
-        "at": iso(row["at"]),
+        "id": row.event_id,
+        "type": row.type,
+        "at": iso(row.at),
         "state": inner.get("name"),
         "error": inner.get("error"),
     }
@@ -170,10 +130,8 @@ def _budget(spec: dict[str, Any] | None, run: dict[str, Any], steps: int) -> lis
 
 def run_detail(conn: psycopg.Connection[Any], run_id: str) -> dict[str, Any]:
     execution_id = locate(conn, run_id)
-    cursor = conn.cursor(row_factory=dict_row)
-    run = cursor.execute(
-        _RUN_SQL.replace("r.*,", "r.*, now() AS now,"), {"id": execution_id, "inline": INLINE_BYTES}
-    ).fetchone()
+    reports = RunReports(conn)
+    run = reports.run_detail(execution_id, inline=INLINE_BYTES)
     if run is None:  # deleted between the two reads
         raise NotFoundError(f"no run {run_id!r}", code="run_not_found")
     logical = None
@@ -184,10 +142,7 @@ def run_detail(conn: psycopg.Connection[Any], run_id: str) -> dict[str, Any]:
         executions = [s.execution_id for s in logical.segments]
         if executions[-1] != execution_id:
             execution_id = executions[-1]
-            run = cursor.execute(
-                _RUN_SQL.replace("r.*,", "r.*, now() AS now,"),
-                {"id": execution_id, "inline": INLINE_BYTES},
-            ).fetchone()
+            run = reports.run_detail(execution_id, inline=INLINE_BYTES)
             if run is None:
                 raise NotFoundError(f"no run {run_id!r}", code="run_not_found")
         run = {
@@ -199,24 +154,22 @@ def run_detail(conn: psycopg.Connection[Any], run_id: str) -> dict[str, Any]:
             "started_at": logical.segments[0].started_at,
         }
     tasks = [
-        task
-        for execution in executions
-        for task in cursor.execute(_STEPS_SQL, {"id": execution, "inline": INLINE_BYTES}).fetchall()
+        task for execution in executions for task in reports.steps(execution, inline=INLINE_BYTES)
     ]
-    gates = cursor.execute(_GATES_SQL, (run["arn"],)).fetchall()
+    gates = reports.open_gates(run["arn"])
     children: dict[str, list[dict[str, Any]]] = {}
-    for child in cursor.execute(_CHILDREN_SQL, (execution_id,)).fetchall():
-        children.setdefault(str(child["parent_step"]), []).append(
-            {"run_id": child["run_id"], "status": child["status"]}
+    for child in reports.children(execution_id):
+        children.setdefault(str(child.parent_step), []).append(
+            {"run_id": child.run_id, "status": child.status}
         )
-    events = cursor.execute(_TIMELINE_SQL, (execution_id, TIMELINE_EVENTS)).fetchall()
+    events = reports.timeline(execution_id, TIMELINE_EVENTS)
     by_step: dict[str, list[dict[str, Any]]] = {}
     for task in tasks:
         by_step.setdefault(str(task["step_id"]), []).append(task)
     steps = {step_id: _step(rows, children) for step_id, rows in by_step.items()}
     graph = workflow_graph(str(run["definition"]), list(by_step))
     summary = run_row({**run, "waiting_on": [
-        {"step": g["step_id"], "kind": g["kind"], "assignee": g["assignee"]} for g in gates
+        {"step": g.step_id, "kind": g.kind, "assignee": g.assignee} for g in gates
     ]})  # fmt: skip
     return {
         **summary,
@@ -232,17 +185,17 @@ def run_detail(conn: psycopg.Connection[Any], run_id: str) -> dict[str, Any]:
         "budgets": _budget(graph["budget"], run, len(by_step)),
         "gates": [
             {
-                "id": g["id"],
-                "step": g["step_id"],
-                "kind": g["kind"],
-                "tier": g["tier"],
-                "assignee": g["assignee"],
-                "message": g["message"],
-                "show": g["show"],
-                "allow_edit": g["allow_edit"],
-                "request": g["request"],
-                "deadline": iso(g["deadline"]),
-                "opened_at": iso(g["created_at"]),
+                "id": g.id,
+                "step": g.step_id,
+                "kind": g.kind,
+                "tier": g.tier,
+                "assignee": g.assignee,
+                "message": g.message,
+                "show": g.show,
+                "allow_edit": g.allow_edit,
+                "request": g.request,
+                "deadline": iso(g.deadline),
+                "opened_at": iso(g.created_at),
             }
             for g in gates
         ],
@@ -259,23 +212,16 @@ def run_value(
     """A run's or a step's input or output as JSON text (cut at `MAX_VALUE_BYTES`), and its
     full size in bytes."""
     execution_id = locate(conn, run_id)
+    store = RunStore(conn)
     if step is None:
-        column = "input" if which == "input" else "output"
-        sql = f"SELECT left({column}::text, %s), octet_length({column}::text) FROM workflow_runs"
-        row = conn.execute((sql + " WHERE execution_id = %s").encode(),
-                           (MAX_VALUE_BYTES, execution_id)).fetchone()  # fmt: skip
+        row = store.value(execution_id, which, limit=MAX_VALUE_BYTES)
     else:
-        column = "input" if which == "input" else "output"
-        sql = f"SELECT left({column}::text, %s), octet_length({column}::text) FROM task_runs"
-        row = conn.execute(
-            (sql + " WHERE execution_id = %s AND step_id = %s AND item = ''").encode(),
-            (MAX_VALUE_BYTES, execution_id, step),
-        ).fetchone()
+        row = store.step_value(execution_id, step, which, limit=MAX_VALUE_BYTES)
         if row is None:
             raise NotFoundError(f"run {run_id!r} has no step {step!r}", code="step_not_found")
     if row is None or row[0] is None:
         return "null", 4
-    return str(row[0]), int(row[1])
+    return row[0], int(row[1] or 0)
 
 
 def blob_of_run(conn: psycopg.Connection[Any], run_id: str, key: str) -> str:

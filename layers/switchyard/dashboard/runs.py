@@ -13,30 +13,16 @@ from decimal import Decimal
 from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
 
 from switchyard.constants import DEFAULT_STUCK_AFTER_SECONDS
 from switchyard.dashboard.errors import BadQueryError
 from switchyard.local.report import RUN_STATUSES
 from switchyard.local.stuck import OPEN_STATUSES, StuckAfterError, stuck_after, stuck_runs
+from switchyard.records.reports import RunReports
 from switchyard.records.segments import segment_fields
 
 MAX_PAGE = 200
 MAX_SEARCH = 80
-
-# Only these fixed conditions are ever joined into the statement; values are parameters.
-_PAGE_SQL = """
-SELECT r.execution_id, r.run_id, r.workflow, r.workflow_version, r.tenant, r.status,
-       r.cost_usd, r.input_tokens, r.output_tokens, r.started_at, r.ended_at,
-       r.parent_execution_id, r.segment, r.logical_run_id,
-       (SELECT coalesce(json_agg(json_build_object('step', g.step_id, 'kind', g.kind,
-                                                   'assignee', g.assignee)), '[]'::json)
-          FROM gates g WHERE g.run_id = r.run_id AND g.status = 'open') AS waiting_on
-  FROM workflow_runs r
- WHERE {where}
- ORDER BY r.started_at DESC, r.execution_id DESC
- LIMIT %(limit)s
-"""
 
 
 @dataclass(frozen=True)
@@ -77,38 +63,20 @@ def decode_cursor(cursor: str) -> tuple[datetime, int]:
         ) from None
 
 
-def _like_prefix(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-
-
 def runs_page(
     conn: psycopg.Connection[Any], query: RunFilter, *, stuck: bool = False
 ) -> dict[str, Any]:
     """A page of runs; with `stuck` (a local engine's database), each open run's row says
     whether it is stuck."""
-    where = ["TRUE"]
-    params: dict[str, Any] = {"limit": query.limit + 1}
-    if query.status:
-        where.append("r.status = %(status)s")
-        params["status"] = query.status
-    if query.workflow:
-        where.append("r.workflow = %(workflow)s")
-        params["workflow"] = query.workflow
-    if query.since:
-        where.append("r.started_at >= %(since)s")
-        params["since"] = query.since
-    if query.until:
-        where.append("r.started_at < %(until)s")
-        params["until"] = query.until
-    if query.search:
-        where.append("r.run_id LIKE %(search)s")
-        params["search"] = _like_prefix(query.search)
-    if query.cursor:
-        started, execution = decode_cursor(query.cursor)
-        where.append("(r.started_at, r.execution_id) < (%(c_started)s, %(c_execution)s)")
-        params.update(c_started=started, c_execution=execution)
-    sql = _PAGE_SQL.format(where=" AND ".join(where))
-    rows = conn.cursor(row_factory=dict_row).execute(sql.encode(), params).fetchall()
+    rows = RunReports(conn).runs_page(
+        limit=query.limit + 1,
+        status=query.status,
+        workflow=query.workflow,
+        since=query.since,
+        until=query.until,
+        run_id_prefix=query.search,
+        before=decode_cursor(query.cursor) if query.cursor else None,
+    )
     more = len(rows) > query.limit
     rows = rows[: query.limit]
     last = rows[-1] if rows else None
