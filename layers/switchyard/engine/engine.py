@@ -411,18 +411,20 @@ class Engine:
         number = self._next_batch_number()
         try:
             with self._live.conn.pipeline(), self._live.conn.transaction():
-                fence = fencing.Check(self._live.conn, self._epoch, number)
+                fencing.hold(self._live.conn, self._epoch, number)  # fails the commit if stale
                 self._prefetch = Prefetch.read(
                     self._live.store, commands, self._ids, cached=self._cache.__contains__
                 )
                 for command in commands:
                     self._apply_unguarded(command, batch)
                 self._live.store.write_transitions(batch.transitions)
-                fence.verify()
         except fencing.FencedOffError:
             self._retry = commands + self._retry  # refused by `_step_down`
             raise
         except Exception as exc:
+            if fencing.is_fenced_off(exc):
+                self._retry = commands + self._retry
+                raise fencing.FencedOffError(self._epoch) from exc
             if is_connection_fault(exc, self._conn):
                 self._unsure = _Unsure(number, commands, batch, set(self._touched))
                 raise

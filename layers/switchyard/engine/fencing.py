@@ -8,6 +8,10 @@ that holds only while the epoch is still its own. A new owner's `CLAIM_SQL` upda
 so it waits for every open transaction of the old owner; once the claim is committed, the old
 owner's fence update matches no row and its transaction is rolled back (`FencedOffError`).
 
+In the coordinator's pipelined batches the fence is `HOLD_SQL` instead, which fails on the server
+when the epoch is no longer this engine's: the pipeline is aborted there, the COMMIT queued behind
+it is never run, and the batch needs no read of the fence before its commit (one round trip less).
+
 The fence update also records the transaction's number (`batch`): when the connection dies during
 a commit, the engine reads it back after reconnecting to learn whether the commit happened.
 """
@@ -25,6 +29,11 @@ RECLAIM_SQL = (
 )
 FENCE_SQL = "UPDATE engine_fence SET batch = %s WHERE epoch = %s RETURNING epoch"
 STATE_SQL = "SELECT epoch, batch FROM engine_fence"
+FENCED_OFF = "engine fenced off: another engine owns this database"
+HOLD_SQL = (
+    "WITH fence AS (UPDATE engine_fence SET batch = %s WHERE epoch = %s RETURNING epoch)"
+    f" SELECT CAST(CASE WHEN count(*) = 1 THEN '1' ELSE '{FENCED_OFF}' END AS integer) FROM fence"
+)
 
 
 class FencedOffError(Exception):
@@ -81,3 +90,18 @@ class Check:
     def verify(self) -> None:
         if self._cursor.fetchone() is None:
             raise FencedOffError(self._epoch)
+
+
+def hold(conn: psycopg.Connection[Any], epoch: int, batch: int) -> None:
+    """Send the fence of a pipelined transaction: if the epoch is stale, the statement fails on
+    the server and so does the transaction (`is_fenced_off` tells that error)."""
+    conn.execute(HOLD_SQL, (batch, epoch))
+
+
+def is_fenced_off(error: BaseException) -> bool:
+    """Whether `error` is `hold`'s failure (or the abort it caused, with it as the cause)."""
+    while error is not None:
+        if isinstance(error, psycopg.errors.InvalidTextRepresentation) and FENCED_OFF in str(error):
+            return True
+        error = error.__cause__ or error.__context__  # type: ignore[assignment]
+    return False

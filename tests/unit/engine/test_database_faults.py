@@ -355,3 +355,21 @@ def test_two_engines_through_a_postgresql_restart_never_both_commit() -> None:
         finally:
             for process in processes:
                 process.close()
+
+
+def test_a_pipelined_commit_with_a_stale_epoch_fails_on_the_server(database: str) -> None:
+    """The coordinator's batches read no fence before their COMMIT: the stale fence fails the
+    transaction on the server, and the engine knows that failure for what it is."""
+    with psycopg.connect(database) as owner, psycopg.connect(database) as usurper:
+        epoch = fencing.claim(owner)
+        fencing.claim(usurper)
+        with pytest.raises(psycopg.Error) as failed, owner.pipeline(), owner.transaction():
+            fencing.hold(owner, epoch, 1)
+            owner.execute("INSERT INTO engine_commands (kind, payload) VALUES ('x', '{}')")
+        assert fencing.is_fenced_off(failed.value)
+        assert owner.execute("SELECT count(*) FROM engine_commands").fetchone() == (0,)
+        current = fencing.claim(usurper)
+        with owner.pipeline(), owner.transaction():
+            fencing.hold(owner, current, 2)  # the current epoch: no error, the batch commits
+            owner.execute("INSERT INTO engine_commands (kind, payload) VALUES ('x', '{}')")
+        assert owner.execute("SELECT count(*) FROM engine_commands").fetchone() == (1,)
