@@ -341,13 +341,14 @@ class EngineStore:
     # --- the coordinator's batch write ---------------------------------------------------------
 
     def write_transitions(self, transitions: Sequence[Transition]) -> None:
-        """Everything a batch of transitions changed, in the caller's transaction."""
+        """Everything a batch of transitions changed, in the caller's transaction: one statement
+        per table (rows as a multi-row VALUES list, in chunks), however many transitions."""
         history: list[tuple[Any, ...]] = []
-        frames: list[tuple[Any, ...]] = []
+        frames: dict[tuple[int, int], tuple[Any, ...]] = {}
         tasks_new: list[tuple[Any, ...]] = []
-        tasks_done: list[tuple[Any, ...]] = []
+        tasks_done: list[tuple[int, int, int]] = []
         tokens_new: list[tuple[Any, ...]] = []
-        tokens_gone: list[tuple[Any, ...]] = []
+        tokens_gone: list[tuple[str, int]] = []
         timers: dict[tuple[int, int, str], TimerRequest | None] = {}
         executions: dict[int, Execution] = {}
         for transition in transitions:
@@ -356,18 +357,14 @@ class EngineStore:
             executions[eid] = execution
             for event in transition.events:
                 history.append(
-                    (
-                        eid,
-                        event.id,
-                        event.previous,
-                        event.type,
-                        event.timestamp,
-                        _json(event.details),
-                    )
-                )
+                    (eid, event.id, event.previous, event.type, event.timestamp,
+                     _json(event.details))
+                )  # fmt: skip
             for frame in execution.frames.values():
-                if frame.dirty:
-                    frames.append((eid, frame.id, frame.status.value, _json(frame_to_json(frame))))
+                if frame.dirty:  # the same frame twice in a batch: its last state is written
+                    frames[(eid, frame.id)] = (
+                        eid, frame.id, frame.status.value, _json(frame_to_json(frame))
+                    )  # fmt: skip
                     frame.dirty = False
             for request in transition.tasks:
                 tasks_new.append(
@@ -376,37 +373,36 @@ class EngineStore:
                 )  # fmt: skip
             tasks_done += [(eid, frame, attempt) for frame, attempt in transition.settled_tasks]
             tokens_new += [(token, eid, frame) for token, frame in transition.tokens]
-            tokens_gone += [(token,) for token in transition.revoked_tokens]
+            tokens_gone += [(token, eid) for token in transition.revoked_tokens]
             for op in transition.timers:  # in order: the last word on a timer wins
                 if isinstance(op, TimerRequest):
                     timers[(eid, op.frame, op.kind)] = op
                 else:
                     timers[(eid, op[0], op[1])] = None
-        timers_gone = [key for key, op in timers.items() if op is None]
+        # An execution that finished in this batch loses all its timers, tasks and open tokens
+        # at the end (`sql.END_EXECUTIONS`): deleting some of them one by one first is redundant.
+        done = [t.execution.id for t in transitions if t.finished]
+        ended = set(done)
+        timers_gone = [key for key, op in timers.items() if op is None and key[0] not in ended]
         timers_set = [
             (key[0], op.frame, op.kind, op.attempt, op.fire_at)
             for key, op in timers.items()
             if op is not None
         ]
         cursor = self.conn.cursor()
-        if history:
-            cursor.executemany(sql.INSERT_HISTORY, history)
-        if frames:
-            cursor.executemany(sql.UPSERT_FRAME, frames)
-        if timers_gone:
-            cursor.executemany(sql.DELETE_TIMER, timers_gone)
-        if timers_set:
-            cursor.executemany(sql.UPSERT_TIMER, timers_set)
-        if tasks_done:
-            cursor.executemany(sql.DELETE_TASK, tasks_done)
-        if tasks_new:
-            cursor.executemany(sql.INSERT_TASK, tasks_new)
-        if tokens_gone:
-            cursor.executemany(sql.CLOSE_TOKEN, tokens_gone)
-        if tokens_new:
-            cursor.executemany(sql.INSERT_TOKEN, tokens_new)
+        _write_rows(cursor, sql.INSERT_HISTORY, history)
+        _write_rows(cursor, sql.UPSERT_FRAMES, list(frames.values()))
+        _write_rows(cursor, sql.DELETE_TIMERS, timers_gone)
+        _write_rows(cursor, sql.UPSERT_TIMERS, timers_set)
+        _write_rows(cursor, sql.DELETE_TASKS, [t for t in tasks_done if t[0] not in ended])
+        _write_rows(cursor, sql.INSERT_TASKS, tasks_new)
+        gone = [token for token, eid in tokens_gone if eid not in ended]
+        if gone:
+            cursor.execute(sql.CLOSE_TOKENS, (gone,))
+        _write_rows(cursor, sql.INSERT_TOKENS, tokens_new)
         rows = [
             (
+                ex.id,
                 ex.status.value,
                 _json(ex.output) if ex.status.value == "SUCCEEDED" else None,
                 ex.error,
@@ -415,21 +411,29 @@ class EngineStore:
                 ex.redrive_count,
                 ex.next_event,
                 ex.next_frame,
-                ex.id,
             )
             for ex in executions.values()
         ]
-        cursor.executemany(sql.UPDATE_EXECUTION, rows)
-        if any(t.finished for t in transitions):
-            done = [(t.execution.id,) for t in transitions if t.finished]
-            cursor.executemany(sql.DELETE_TIMERS_OF, done)
-            cursor.executemany(sql.DELETE_TASKS_OF, done)
-            cursor.executemany(sql.CLOSE_TOKENS_OF, done)
+        _write_rows(cursor, sql.UPDATE_EXECUTIONS, rows)
+        if done:
+            cursor.execute(sql.END_EXECUTIONS, (done, done, done))
 
     def load_frames(self, execution: Execution, rows: list[FrameRow] | None = None) -> None:
         """The execution's frames, from `rows` when they were read already."""
         for row in self.frames(execution.id) if rows is None else rows:
             execution.frames[row.frame_id] = frame_from_json(row.frame_id, row.data)
+
+
+_CHUNK = 64
+
+
+def _write_rows(
+    cursor: psycopg.Cursor[Any], statement: sql.RowsStatement, rows: Sequence[tuple[Any, ...]]
+) -> None:
+    """`statement` over `rows`, at most `_CHUNK` rows a statement."""
+    for start in range(0, len(rows), _CHUNK):
+        part = rows[start : start + _CHUNK]
+        cursor.execute(statement.text(len(part)), [value for row in part for value in row])
 
 
 def chunks(items: Iterable[Any], size: int) -> Iterable[list[Any]]:

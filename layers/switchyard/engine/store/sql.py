@@ -2,6 +2,11 @@
 
 The engine owns the `sfn_*` tables (migration 0002): nothing else writes them."""
 
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
 # --- definitions, machines, versions, aliases ------------------------------------------------
 
 INSERT_DEFINITION = """
@@ -201,40 +206,104 @@ SELECT {DEAD_LETTER_COLUMNS} FROM sfn_dead_letters WHERE execution_id = %s ORDER
 """
 
 # --- the coordinator's batch write -----------------------------------------------------------
+# One statement per table and batch (however many transitions), its rows a multi-row VALUES list.
 
-INSERT_HISTORY = """
+
+@dataclass(frozen=True)
+class RowsStatement:
+    """A statement over many rows: `head`, then `row` once per row (a VALUES list), then
+    `tail`. Sent in chunks of rows, one statement each: psycopg's `executemany` costs a protocol
+    exchange per row, which a burst pays a thousand times."""
+
+    head: str
+    row: str
+    tail: str = ""
+
+    def text(self, count: int) -> str:
+        """The statement's text for `count` rows (cached: psycopg then prepares it)."""
+        return _rows_text(self, count)
+
+
+@functools.lru_cache(maxsize=512)
+def _rows_text(statement: RowsStatement, count: int) -> str:
+    return statement.head + ", ".join([statement.row] * count) + statement.tail
+
+
+INSERT_HISTORY = RowsStatement(
+    """
 INSERT INTO sfn_history (execution_id, event_id, previous_event_id, type, at, details)
-VALUES (%s, %s, %s, %s, %s, %s::jsonb)
-"""
-UPSERT_FRAME = """
-INSERT INTO sfn_frames (execution_id, frame_id, status, data) VALUES (%s, %s, %s, %s::jsonb)
+VALUES """,
+    "(%s, %s, %s, %s, %s, %s::jsonb)",
+)
+UPSERT_FRAMES = RowsStatement(
+    """
+INSERT INTO sfn_frames (execution_id, frame_id, status, data)
+VALUES """,
+    "(%s, %s, %s, %s::jsonb)",
+    """
     ON CONFLICT (execution_id, frame_id) DO UPDATE
    SET status = EXCLUDED.status, data = EXCLUDED.data
-"""
-DELETE_TIMER = "DELETE FROM sfn_timers WHERE execution_id = %s AND frame_id = %s AND kind = %s"
-UPSERT_TIMER = """
+""",
+)
+DELETE_TIMERS = RowsStatement(
+    """
+DELETE FROM sfn_timers
+ WHERE (execution_id, frame_id, kind) IN (VALUES """,
+    "(%s::bigint, %s::integer, %s::text)",
+    ")",
+)
+UPSERT_TIMERS = RowsStatement(
+    """
 INSERT INTO sfn_timers (execution_id, frame_id, kind, attempt, fire_at)
-VALUES (%s, %s, %s, %s, %s)
+VALUES """,
+    "(%s, %s, %s, %s, %s)",
+    """
     ON CONFLICT (execution_id, frame_id, kind) DO UPDATE
    SET attempt = EXCLUDED.attempt, fire_at = EXCLUDED.fire_at
-"""
-DELETE_TASK = "DELETE FROM sfn_tasks WHERE execution_id = %s AND frame_id = %s AND attempt = %s"
-INSERT_TASK = """
+""",
+)
+DELETE_TASKS = RowsStatement(
+    """
+DELETE FROM sfn_tasks
+ WHERE (execution_id, frame_id, attempt) IN (VALUES """,
+    "(%s::bigint, %s::integer, %s::integer)",
+    ")",
+)
+INSERT_TASKS = RowsStatement(
+    """
 INSERT INTO sfn_tasks
        (execution_id, frame_id, attempt, kind, resource, parameters, token, timeout_seconds)
-VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s, %s)
+VALUES """,
+    "(%s, %s, %s, %s, %s, %s::jsonb, %s, %s::integer)",
+    """
     ON CONFLICT DO NOTHING
+""",
+)
+CLOSE_TOKENS = "UPDATE sfn_task_tokens SET closed_at = now() WHERE token = ANY(%s::text[])"
+INSERT_TOKENS = RowsStatement(
+    """
+INSERT INTO sfn_task_tokens (token, execution_id, frame_id)
+VALUES """,
+    "(%s, %s, %s)",
+)
+UPDATE_EXECUTIONS = RowsStatement(
+    """
+UPDATE sfn_executions AS e
+   SET status = v.status, output = v.output, error = v.error, cause = v.cause,
+       stopped_at = v.stopped_at, redrive_count = v.redrive_count, next_event = v.next_event,
+       next_frame = v.next_frame, version = e.version + 1
+  FROM (VALUES """,
+    "(%s::bigint, %s::text, %s::jsonb, %s::text, %s::text, %s::timestamptz, %s::integer,"
+    " %s::integer, %s::integer)",
+    """) AS v (id, status, output, error, cause, stopped_at, redrive_count, next_event,
+             next_frame)
+ WHERE e.id = v.id
+""",
+)
+END_EXECUTIONS = """
+  WITH timers AS (DELETE FROM sfn_timers WHERE execution_id = ANY(%s::bigint[])),
+       tasks AS (DELETE FROM sfn_tasks WHERE execution_id = ANY(%s::bigint[]))
+UPDATE sfn_task_tokens SET closed_at = now()
+ WHERE execution_id = ANY(%s::bigint[]) AND closed_at IS NULL
 """
-CLOSE_TOKEN = "UPDATE sfn_task_tokens SET closed_at = now() WHERE token = %s"
-INSERT_TOKEN = "INSERT INTO sfn_task_tokens (token, execution_id, frame_id) VALUES (%s, %s, %s)"
-UPDATE_EXECUTION = """
-UPDATE sfn_executions
-   SET status = %s, output = %s::jsonb, error = %s, cause = %s, stopped_at = %s,
-       redrive_count = %s, next_event = %s, next_frame = %s, version = version + 1
- WHERE id = %s
-"""
-DELETE_TIMERS_OF = "DELETE FROM sfn_timers WHERE execution_id = %s"
-DELETE_TASKS_OF = "DELETE FROM sfn_tasks WHERE execution_id = %s"
-CLOSE_TOKENS_OF = """
-UPDATE sfn_task_tokens SET closed_at = now() WHERE execution_id = %s AND closed_at IS NULL
-"""
+"""An execution that finished: its timers, tasks and open tokens, in one statement."""
