@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 import psycopg
+from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool
 
 from switchyard.engine import errors, fencing
@@ -250,7 +251,10 @@ class Engine:
         self._thread.start()
 
     def _new_connection(self) -> psycopg.Connection[Any]:
-        return psycopg.connect(self.conninfo, autocommit=False, connect_timeout=10)
+        # autocommit: every transaction on it is explicit (`transaction()`, or the batch's own
+        # BEGIN ... COMMIT in `_commit_pipelined`, which psycopg's implicit one would cost a
+        # round trip)
+        return psycopg.connect(self.conninfo, autocommit=True, connect_timeout=10)
 
     def _connect(self) -> None:
         """A new coordinator connection in place of the one a fault broke."""
@@ -410,14 +414,7 @@ class Engine:
         self._touched.clear()
         number = self._next_batch_number()
         try:
-            with self._live.conn.pipeline(), self._live.conn.transaction():
-                fencing.hold(self._live.conn, self._epoch, number)  # fails the commit if stale
-                self._prefetch = Prefetch.read(
-                    self._live.store, commands, self._ids, cached=self._cache.__contains__
-                )
-                for command in commands:
-                    self._apply_unguarded(command, batch)
-                self._live.store.write_transitions(batch.transitions)
+            self._commit_pipelined(commands, batch, number)
         except fencing.FencedOffError:
             self._retry = commands + self._retry  # refused by `_step_down`
             raise
@@ -436,6 +433,31 @@ class Engine:
         finally:
             self._prefetch = Prefetch()
         self._after_commit(batch)
+
+    def _commit_pipelined(self, commands: list[Command], batch: _Batch, number: int) -> None:
+        """The batch's statements and its COMMIT in one pipeline: one round trip to the server
+        (plus one for the reads of starts). BEGIN and COMMIT are sent as statements because
+        psycopg's `transaction()` in a pipeline syncs after BEGIN and again before COMMIT. The
+        COMMIT's result is read before this returns, so the batch is durable when it does; a
+        failed statement (a stale fence among them) makes the server skip the COMMIT."""
+        live = self._live
+        conn = live.conn
+        try:
+            with conn.pipeline():
+                conn.execute("BEGIN")
+                fencing.hold(conn, self._epoch, number)  # fails the transaction if stale
+                self._prefetch = Prefetch.read(
+                    live.store, commands, self._ids, cached=self._cache.__contains__
+                )
+                for command in commands:
+                    self._apply_unguarded(command, batch)
+                live.store.write_transitions(batch.transitions)
+                conn.execute("COMMIT")
+        except BaseException:
+            if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
+                with contextlib.suppress(psycopg.Error):  # a fault is told by the first error
+                    conn.rollback()
+            raise
 
     def _process_one_by_one(self, commands: list[Command]) -> None:
         batch = _Batch()
