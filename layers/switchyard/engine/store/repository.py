@@ -342,7 +342,7 @@ class EngineStore:
 
     def write_transitions(self, transitions: Sequence[Transition]) -> None:
         """Everything a batch of transitions changed, in the caller's transaction: one statement
-        per table (rows as a multi-row VALUES list, in chunks), however many transitions."""
+        per table and chunk of rows (a multi-row VALUES list), not one per row."""
         history: list[tuple[Any, ...]] = []
         frames: dict[tuple[int, int], tuple[Any, ...]] = {}
         tasks_new: list[tuple[Any, ...]] = []
@@ -424,15 +424,13 @@ class EngineStore:
             execution.frames[row.frame_id] = frame_from_json(row.frame_id, row.data)
 
 
-_CHUNK = 64
-
-
 def _write_rows(
     cursor: psycopg.Cursor[Any], statement: sql.RowsStatement, rows: Sequence[tuple[Any, ...]]
 ) -> None:
-    """`statement` over `rows`, at most `_CHUNK` rows a statement."""
-    for start in range(0, len(rows), _CHUNK):
-        part = rows[start : start + _CHUNK]
+    """`statement` over `rows`, `statement.chunk` rows a statement."""
+    chunk = statement.chunk
+    for start in range(0, len(rows), chunk):
+        part = rows[start : start + chunk]
         cursor.execute(statement.text(len(part)), [value for row in part for value in row])
 
 

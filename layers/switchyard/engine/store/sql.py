@@ -212,19 +212,28 @@ SELECT {DEAD_LETTER_COLUMNS} FROM sfn_dead_letters WHERE execution_id = %s ORDER
 @dataclass(frozen=True)
 class RowsStatement:
     """A statement over many rows: `head`, then `row` once per row (a VALUES list), then
-    `tail`. Sent in chunks of rows, one statement each: psycopg's `executemany` costs a protocol
-    exchange per row, which a burst pays a thousand times."""
+    `tail`. psycopg's `executemany` costs a protocol exchange per row, which a burst pays
+    thousands of times; this is sent once per `chunk` rows instead."""
 
     head: str
     row: str
     tail: str = ""
+
+    @property
+    def chunk(self) -> int:
+        """Rows per statement: psycopg caches the parsing of a statement's text, and its
+        server-side preparation, for up to 50 parameters only (`_queries.py`)."""
+        return max(1, _MAX_PARAMETERS // self.row.count("%s"))
 
     def text(self, count: int) -> str:
         """The statement's text for `count` rows (cached: psycopg then prepares it)."""
         return _rows_text(self, count)
 
 
-@functools.lru_cache(maxsize=512)
+_MAX_PARAMETERS = 50
+
+
+@functools.lru_cache(maxsize=256)
 def _rows_text(statement: RowsStatement, count: int) -> str:
     return statement.head + ", ".join([statement.row] * count) + statement.tail
 
