@@ -6,6 +6,8 @@ and the SQL statements one 3-step run sends.
     .venv/bin/python benchmarks/engine_profile.py summarize /tmp/engine-profile.txt
     .venv/bin/python benchmarks/engine_profile.py statements [--runs 20]
     .venv/bin/python benchmarks/engine_profile.py breakdown [--runs 300]
+    .venv/bin/python benchmarks/engine_profile.py waits [--runs 50]
+    .venv/bin/python benchmarks/engine_profile.py cpu [--runs 300 --burst 1000]
 
 `record` samples every thread 1,000 times a second, idle or not (`py-spy --idle`), while
 `benchmarks/engine.py --only a,b,c --peers none` runs. Each sample goes to the category of its
@@ -20,6 +22,13 @@ time, and counts what each connection sent (the server log is read from `--log`)
 
 `breakdown` times the phases of 3-step runs one at a time: the start's commit, each task-to-task
 transition, the last transition and `Engine.wait`'s wake-up.
+
+`waits` counts, per 3-step run, the pipeline syncs the coordinator sends and the times it waits for
+the server's results (psycopg's pipeline wrapped): each wait is a round trip.
+
+`cpu` reads the CPU time (`/proc/.../schedstat`, ns) of the coordinator thread, of this whole
+process and of the coordinator connection's PostgreSQL backend, over 3-step runs one at a time and
+over a burst. CPU time moves much less with other work on the machine than latency does.
 """
 
 from __future__ import annotations
@@ -27,11 +36,14 @@ from __future__ import annotations
 import argparse
 import collections
 import itertools
+import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -169,7 +181,7 @@ def statements(args: argparse.Namespace) -> None:
         if found:
             words = found.group(2).split()
             kind = " ".join(words[:3]) if words[0].upper() in ("INSERT", "DELETE") else words[0]
-            if words[0].upper() == "UPDATE" or words[0].upper() == "SELECT":
+            if words[0].upper() in ("UPDATE", "SELECT", "WITH"):
                 kind = f"{words[0]} … {_table(found.group(2))}"
             per_pid[found.group(1)][kind] += 1
     for pid, counter in sorted(per_pid.items(), key=lambda item: -sum(item[1].values())):
@@ -220,6 +232,85 @@ def breakdown(args: argparse.Namespace) -> None:
         print(f"  {phase:38} p50 {stats['p50_ms']:6.2f} ms  p99 {stats['p99_ms']:6.2f} ms")
 
 
+def waits(args: argparse.Namespace) -> None:
+    from engine_workloads import SwitchyardBench
+    from psycopg import _pipeline_base
+
+    counts: collections.Counter[str] = collections.Counter()
+    pipeline = _pipeline_base.BasePipeline
+    enqueue_sync, fetch_gen = pipeline._enqueue_sync, pipeline._fetch_gen
+
+    def coordinator() -> bool:
+        return threading.current_thread().name == "switchyard-engine"
+
+    def counted_sync(self: Any) -> None:
+        counts["syncs"] += coordinator()
+        enqueue_sync(self)
+
+    def counted_fetch(self: Any, *, flush: bool) -> Any:
+        counts["waits for results"] += coordinator() and flush and bool(self.result_queue)
+        return (yield from fetch_gen(self, flush=flush))
+
+    pipeline._enqueue_sync, pipeline._fetch_gen = counted_sync, counted_fetch  # type: ignore[method-assign]
+    with fresh_database(args.server, "bench_waits") as url:
+        bench = SwitchyardBench(url)
+        bench.start()
+        try:
+            bench.end_to_end(runs=5, warmup=0, prefix="warm")
+            counts.clear()
+            bench.end_to_end(runs=args.runs, warmup=0)
+        finally:
+            bench.close()
+    for what, count in counts.items():
+        print(f"  {count / args.runs:5.1f} {what} per 3-step run")
+
+
+def _cpu_ns(path: str) -> int:
+    try:
+        return int(Path(path).read_text().split()[0])
+    except OSError:  # a thread that ended
+        return 0
+
+
+def cpu(args: argparse.Namespace) -> None:
+    from engine_workloads import SwitchyardBench
+
+    def snapshot(bench: SwitchyardBench) -> tuple[int, int, int]:
+        assert bench.engine._thread is not None and bench.engine._conn is not None
+        coordinator = bench.engine._thread.native_id
+        backend = bench.engine._conn.info.backend_pid
+        threads = Path("/proc/self/task").glob("*/schedstat")
+        return (
+            _cpu_ns(f"/proc/self/task/{coordinator}/schedstat"),
+            sum(_cpu_ns(str(path)) for path in threads),
+            _cpu_ns(f"/proc/{backend}/schedstat"),
+        )
+
+    with fresh_database(args.server, "bench_cpu") as url:
+        bench = SwitchyardBench(url)
+        bench.start()
+        try:
+            bench.end_to_end(runs=30, warmup=0, prefix="warm")
+            before = snapshot(bench)
+            bench.end_to_end(runs=args.runs, warmup=0)
+            one_by_one = (before, snapshot(bench))
+            bench.burst(min(100, args.burst), prefix="cwarm")
+            before = snapshot(bench)
+            burst = bench.burst(args.burst, prefix="c")
+            at_once = (before, snapshot(bench))
+        finally:
+            bench.close()
+    print(f"load average {os.getloadavg()[0]:.2f}; µs of CPU per 3-step run:")
+    print("                    coordinator  process  PostgreSQL backend")
+    for label, (start, end), runs in (
+        ("one at a time", one_by_one, args.runs),
+        (f"{args.burst} at once", at_once, args.burst),
+    ):
+        used = [(b - a) / runs / 1000 for a, b in zip(start, end, strict=True)]
+        print(f"  {label:16} {used[0]:11.0f} {used[1]:8.0f} {used[2]:19.0f}")
+    print(f"  (the burst: {burst['per_second']:.0f} workflows/s)")
+
+
 def _table(statement: str) -> str:
     found = re.search(r"(?:FROM|UPDATE)\s+(\w+)", statement, re.IGNORECASE)
     return found.group(1) if found else "?"
@@ -248,8 +339,17 @@ def main() -> None:
         action="store_true",
         help="synchronous_commit=off on this database (not durable; to see the flush's share)",
     )
+    wts = sub.add_parser("waits")
+    wts.add_argument("--runs", type=int, default=50)
+    cpus = sub.add_parser("cpu")
+    cpus.add_argument("--runs", type=int, default=300)
+    cpus.add_argument("--burst", type=int, default=1000)
     args = parser.parse_args()
-    if args.command == "record":
+    if args.command == "waits":
+        waits(args)
+    elif args.command == "cpu":
+        cpu(args)
+    elif args.command == "record":
         record(args)
     elif args.command == "summarize":
         summarize(args.raw, args.rate)
