@@ -176,13 +176,16 @@ def statements(args: argparse.Namespace) -> None:
         text = handle.read(end - begin).decode(errors="replace")
     per_pid: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     marker = re.compile(rf"\[(\d+)\] \S*@{re.escape(name)} LOG:  (?:statement|execute [^:]+): (.*)")
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
         found = marker.search(line)
         if found:
-            words = found.group(2).split()
+            # a statement written over several lines (the store's SQL) starts on the next one
+            statement = found.group(2).strip() or " ".join(lines[number + 1 : number + 4])
+            words = statement.split()
             kind = " ".join(words[:3]) if words[0].upper() in ("INSERT", "DELETE") else words[0]
             if words[0].upper() in ("UPDATE", "SELECT", "WITH"):
-                kind = f"{words[0]} … {_table(found.group(2))}"
+                kind = f"{words[0]} … {_table(statement)}"
             per_pid[found.group(1)][kind] += 1
     for pid, counter in sorted(per_pid.items(), key=lambda item: -sum(item[1].values())):
         total = sum(counter.values())
