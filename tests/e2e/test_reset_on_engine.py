@@ -7,6 +7,7 @@ only with --cancel."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,13 +17,17 @@ import pytest
 
 from tests.cli import cli_environment, switchyard
 
+REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = Path(__file__).parent / "workflows" / "reset"
 FINAL = ("succeeded", "failed", "cancelled", "timed_out")
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    with cli_environment(tmp_path_factory.mktemp("home")) as environment:
+    # The workflows' tool is `tests.e2e.reset_tools:append`: the engine the CLI starts imports it
+    # from the repository's root, which a console script does not put on sys.path by itself.
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    with cli_environment(tmp_path_factory.mktemp("home"), PYTHONPATH=path) as environment:
         yield environment
 
 
