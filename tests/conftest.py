@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,22 +20,6 @@ a CDK synth each): their tests all run in one worker, which synthesizes each app
 @pytest.fixture
 def repo() -> Path:
     return REPO
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _runtime_pool_per_module() -> Iterator[None]:
-    """The step runtime's process-wide database pool lives for one module at most: it is built
-    from `DATABASE_URL` when first used, and the next module (in the same process, whichever
-    modules pytest-xdist gives it) may point that variable at another database, while the one
-    the pool was built for has been dropped."""
-    yield
-    wiring = sys.modules.get("switchyard.runtime.wiring")
-    if wiring is None or not wiring.database_pool.built:
-        return
-    pool = wiring.database_pool()
-    wiring.database_pool.cache_clear()
-    if pool is not None:
-        pool.close()
 
 
 def xdist_group(nodeid: str) -> str:

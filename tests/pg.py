@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -41,7 +42,25 @@ def fresh_database(*, migrate: bool = True) -> Iterator[str]:
     try:
         yield f"{SERVER} dbname={name}"
     finally:
+        _forget_runtime_pool(name)
         _dropping.append(_DROPS.submit(_drop, name))
+
+
+def _forget_runtime_pool(name: str) -> None:
+    """The step runtime's process-wide pool closed and forgotten if it was built for this
+    database: a later module (whichever pytest-xdist hands this process) may point
+    `DATABASE_URL` elsewhere, and the pool would go on lending connections to a dropped
+    database. A pool built for another database (a package's shared stack) is kept."""
+    wiring = sys.modules.get("switchyard.runtime.wiring")
+    if wiring is None or not wiring.database_pool.built:
+        return
+    pool = wiring.database_pool()
+    if pool is None:
+        return
+    conninfo = pool.conninfo  # the runtime's pool reads it through its login (a method)
+    if f"dbname={name}" in (conninfo() if callable(conninfo) else conninfo).split():
+        wiring.database_pool.cache_clear()
+        pool.close()
 
 
 _DROPS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tests-pg-drop")
