@@ -22,6 +22,7 @@ from switchyard.local.report import find_run, list_runs, run_view
 from switchyard.local.stack import local_engine
 from switchyard.local.workflows import install
 from tests.pg import fresh_database
+from tests.unit.api.support import handler_environment
 
 CHILD = """\
 switchyard: 1
@@ -87,8 +88,16 @@ def clock() -> FastForward:
 
 
 @pytest.fixture
-def engine(conninfo: str, clock: FastForward, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
-    monkeypatch.setenv("DATABASE_URL", conninfo)  # approval_notify records gates there
+def handlers(conninfo: str) -> Iterator[None]:
+    """The step functions' environment on this module's database, their process-wide caches
+    (pool, approval_notify's store) built anew for it and closed after: approval_notify records
+    gates there, whatever module this process ran before."""
+    with handler_environment(conninfo):
+        yield
+
+
+@pytest.fixture
+def engine(conninfo: str, clock: FastForward, handlers: None) -> Iterator[Engine]:
     engine = local_engine(conninfo, clock=clock)
     engine.start()
     try:
@@ -242,9 +251,8 @@ def test_a_failing_parent_stops_its_running_child(
 
 
 def test_recovery_stops_a_child_whose_parent_ended_before_it_was_stopped(
-    conninfo: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    conninfo: str, tmp_path: Path, handlers: None
 ) -> None:
-    monkeypatch.setenv("DATABASE_URL", conninfo)
     first = local_engine(conninfo)
     first.start()
     try:

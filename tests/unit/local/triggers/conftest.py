@@ -19,6 +19,7 @@ from switchyard.local.stack import local_engine
 from switchyard.local.triggers import TriggerService, trigger_specs
 from switchyard.local.workflows import Installed, install
 from tests.pg import fresh_database
+from tests.unit.api.support import handler_environment
 
 WORKFLOW = """\
 switchyard: 1
@@ -88,8 +89,8 @@ class Stack:
 
 @pytest.fixture(scope="module")
 def base() -> Iterator[tuple[str, Engine, ConnectionPool]]:
-    with fresh_database() as conninfo, pytest.MonkeyPatch.context() as patch:
-        patch.setenv("DATABASE_URL", conninfo)  # approval_notify records its gate there
+    # approval_notify records its gate in this database: the handlers' caches built for it
+    with fresh_database() as conninfo, handler_environment(conninfo):
         engine = local_engine(conninfo)
         engine.start()
         pool = ConnectionPool(conninfo, min_size=1, max_size=4, open=True)
