@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parseaddr
 from pathlib import Path
@@ -208,31 +208,30 @@ def _tenant_daily_limits(value: Any) -> dict[str, float]:
 
 
 def _tenant_quotas(value: Any) -> dict[str, Any]:
-    """Checked the way the runtime reads them, so that a bad quota fails the synth."""
     from switchyard.runtime.quotas import QuotaConfigError, parse_tenant_quotas
 
-    if value is None:
-        return {}
-    quotas = _object("tenantQuotas", value)
-    try:
-        parse_tenant_quotas(quotas, source=f"{CONTEXT_PREFIX}tenantQuotas")
-    except QuotaConfigError as exc:
-        raise SettingsError(str(exc)) from None
-    return quotas
+    return _runtime_checked("tenantQuotas", value, parse_tenant_quotas, QuotaConfigError)
 
 
 def _circuit_breakers(value: Any) -> dict[str, Any]:
-    """Checked the way the runtime reads it, so that a bad policy fails the synth."""
     from switchyard.runtime.breakers import BreakerConfigError, parse_breaker_policy
 
+    return _runtime_checked("circuitBreakers", value, parse_breaker_policy, BreakerConfigError)
+
+
+def _runtime_checked(
+    key: str, value: Any, parse: Callable[..., object], error: type[Exception]
+) -> dict[str, Any]:
+    """A JSON object the runtime reads from its environment, checked here the way the runtime
+    reads it (`parse(value, source=...)`), so that a bad value fails the synth."""
     if value is None:
         return {}
-    policy = _object("circuitBreakers", value)
+    checked = _object(key, value)
     try:
-        parse_breaker_policy(policy, source=f"{CONTEXT_PREFIX}circuitBreakers")
-    except BreakerConfigError as exc:
+        parse(checked, source=f"{CONTEXT_PREFIX}{key}")
+    except error as exc:
         raise SettingsError(str(exc)) from None
-    return policy
+    return checked
 
 
 def _model_prices(value: Any, root: Path) -> dict[str, Any] | None:
