@@ -13,6 +13,9 @@ signing key and Slack secrets, the people, and what approval_notify needs to sen
   StartExecution` on those machines, their versions and aliases only (a reset), read and raise
   budgets in the budget table (`dynamodb:GetItem|UpdateItem`), and read the signing key, the
   Slack secret and the database secret.
+- approval_notify may call `states:SendTaskSuccess` on the workflows' machines only: a reset
+  run's gate before the reset's step answers its own task token with the decision the run it
+  resets recorded.
 - approval_notify and approval_api send e-mail through SES as the configured sender only.
 
 Context: `switchyard:roles` (the people, `SWITCHYARD_ROLES`'s JSON, or the name of a JSON or
@@ -62,6 +65,8 @@ OPERATOR_ROUTES = ("GET /approvals", *operators.route_keys())
 """IAM-authorized: `GET /approvals` and the REST API's decide, resume and cancel routes."""
 TASK_TOKEN_ACTIONS = ["states:SendTaskSuccess", "states:SendTaskFailure"]
 """What `switchyard.gates.callbacks` calls; no gate has a `HeartbeatSeconds`, so no heartbeat."""
+REPLAY_ACTIONS = ["states:SendTaskSuccess"]
+"""approval_notify's: a reset run's gate answers its own task token with the recorded decision."""
 EXECUTION_ACTIONS = [
     "states:DescribeExecution",
     "states:StopExecution",
@@ -210,7 +215,7 @@ class Approvals(Construct):
             self._grant_secrets(function)
             if address:
                 self._grant_ses(function, address)
-        self._grant_machines(settings, machines)
+        self._grant_machines(settings, machines, notify)
         self.function.add_to_role_policy(
             iam.PolicyStatement(actions=BUDGET_ACTIONS, resources=[store.budget_table.table_arn])
         )
@@ -241,9 +246,13 @@ class Approvals(Construct):
             )
         )
 
-    def _grant_machines(self, settings: Settings, machines: Sequence[str]) -> None:
+    def _grant_machines(
+        self, settings: Settings, machines: Sequence[str], notify: lambda_.Function
+    ) -> None:
         """The task-token actions on the workflows' machines, the execution actions on their
-        executions: each named, or all by the stack's prefix past `MAX_LISTED_CHARACTERS`."""
+        executions: each named, or all by the stack's prefix past `MAX_LISTED_CHARACTERS`.
+        approval_notify may answer its own task token with a recorded decision (a reset run's
+        gate replays, `switchyard.runtime.replay`): SendTaskSuccess on the machines only."""
         if not machines:
             return
         stack = Stack.of(self)
@@ -258,9 +267,15 @@ class Approvals(Construct):
             )
             for resource in (f"{base}:stateMachine:{names[0]}", f"{base}:execution:{names[0]}:*"):
                 acknowledge_resource(self.function.role or self.function, resource, reason)
+            acknowledge_resource(notify.role or notify, f"{base}:stateMachine:{names[0]}", reason)
         self.function.add_to_role_policy(
             iam.PolicyStatement(
                 actions=TASK_TOKEN_ACTIONS, resources=[f"{base}:stateMachine:{n}" for n in names]
+            )
+        )
+        notify.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=REPLAY_ACTIONS, resources=[f"{base}:stateMachine:{n}" for n in names]
             )
         )
         executions = [f"{base}:execution:{n}:*" for n in names]

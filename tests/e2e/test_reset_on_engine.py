@@ -2,7 +2,9 @@
 file: the step before the reset's step replays its recorded result (no new line), the reset's
 step runs afresh on the run's version or on a newer one, a reset of a reset still replays the
 first run's record, the refusals exit as docs/cli.md says, and a run waiting at a gate is reset
-only with --cancel."""
+only with --cancel. Every kind of step before the reset's step replays: a tool with no side
+effect is not called, an agent's model is not asked (the reset run costs nothing), a loop's
+iterations replay, and a gate's decision comes back without asking anyone."""
 
 from __future__ import annotations
 
@@ -31,14 +33,17 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
         yield environment
 
 
-def shown(env: dict[str, str], run_id: str, timeout: float = 60.0) -> dict[str, Any]:
-    """The run once it has ended, as `runs show --json` prints it."""
+def shown(
+    env: dict[str, str], run_id: str, timeout: float = 60.0, until: tuple[str, ...] = FINAL
+) -> dict[str, Any]:
+    """The run once its status is one of `until` (it has ended), as `runs show --json` prints
+    it."""
     deadline = time.monotonic() + timeout
     while True:
         done = switchyard(env, "runs", "show", run_id, "--json")
         assert done.returncode == 0, done.stderr
         data: dict[str, Any] = json.loads(done.stdout)
-        if data["status"] in FINAL or time.monotonic() > deadline:
+        if data["status"] in until or time.monotonic() > deadline:
             return data
         time.sleep(0.2)
 
@@ -130,3 +135,42 @@ def test_a_run_waiting_at_a_gate_is_reset_only_with_cancel(env: dict[str, str]) 
     assert again["cancelled_original"] is True and again["fresh"] == ["approve"]
     assert shown(env, run_id)["status"] == "cancelled"
     switchyard(env, "cancel", again["run_id"])  # the new run waits at the gate in its turn
+
+
+def test_every_step_before_the_reset_step_replays_its_recorded_result(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    ledger = tmp_path / "ledger.txt"
+    given = json.dumps({"ledger": str(ledger)})
+    script = str(WORKFLOWS / "reset-replay.script.yaml")
+    first = switchyard(env, "run", str(WORKFLOWS / "reset-replay.yaml"), "--input", given,
+                       "--llm-script", script, "--approve", "approve", "--json")  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    original = json.loads(first.stdout)
+    run_id = original["run_id"]
+    assert original["cost_usd"] > 0 and original["output"]["triage"] == "urgent"
+    calls = [f"look {run_id}", f"poll {run_id} 1", f"poll {run_id} 2", f"notify {run_id}: urgent"]
+    assert lines(ledger) == calls
+
+    again = reset(env, run_id, "--to", "notify")
+    assert again["reused"] == ["look", "poll", "triage", "approve"]
+    run = shown(env, again["run_id"], until=(*FINAL, "waiting"))
+    assert run["status"] == "succeeded", run  # the gate did not wait for anyone
+    assert lines(ledger)[4:] == [f"notify {again['run_id']}: urgent"]  # no look, no poll
+    assert (run["cost_usd"], run["tokens"]) == (0, {"input": 0, "output": 0})  # no model call
+    replayed = {step: data.get("replayed_from") for step, data in run["steps"].items()}
+    assert replayed == {"look": run_id, "poll": run_id, "triage": run_id, "approve": run_id,
+                        "notify": None}  # fmt: skip
+    assert run["output"] == {"triage": "urgent", "decided_by": "cli", "polled": 2}
+    assert run["steps"]["approve"]["output"]["replayed_from"] == run_id
+    text = switchyard(env, "runs", "show", again["run_id"])
+    assert f"replayed from {run_id}" in text.stdout
+
+    # From triage: look and poll replay, triage asks the model again and the gate asks again.
+    later = reset(env, run_id, "--to", "triage")
+    waiting = shown(env, later["run_id"], until=(*FINAL, "waiting"))
+    assert waiting["status"] == "waiting", waiting
+    assert waiting["cost_usd"] > 0 and waiting["steps"]["triage"].get("replayed_from") is None
+    assert [w["step"] for w in waiting["waiting_for"]] == ["approve"]
+    assert len(lines(ledger)) == 5
+    switchyard(env, "cancel", later["run_id"])

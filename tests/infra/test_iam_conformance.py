@@ -398,10 +398,12 @@ GATE_ANSWERS = ("layers/switchyard/gates/callbacks.py::Boto3Callbacks",)
 GATE_ANSWERERS = {
     "approval_api": {"states:SendTaskSuccess", "states:SendTaskFailure"},
     "dashboard_api": {"states:SendTaskSuccess", "states:SendTaskFailure"},
+    "approval_notify": {"states:SendTaskSuccess"},
 }
 """Functions that answer the gates' tokens, and which of those calls are theirs: a link, a
 Slack click, an operator's route (approval_api) or the dashboard's Approve/Reject approves,
-rejects or resumes (`switchyard.gates.decide`); a cancel's StopExecution is an operator's
+rejects or resumes (`switchyard.gates.decide`); a reset run's gate replays its recorded decision
+(approval_notify, `switchyard.runtime.replay`); a cancel's StopExecution is an operator's
 (`RUN_OPERATIONS`)."""
 RUN_OPERATIONS = (
     "layers/switchyard/gates/callbacks.py::Boto3Callbacks.stop",

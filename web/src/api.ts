@@ -47,6 +47,7 @@ export type Step = {
   output_bytes: number | null;
   items: { total: number; completed: number; failed: number } | null;
   children: { run_id: string; status: string }[];
+  replayed_from: string | null;
 };
 
 export type GraphNode = {

@@ -255,6 +255,8 @@ def _show_steps(view: RunView, shown: dict[str, tuple[str, int]]) -> None:
             detail += (
                 f"  {money(step['cost_usd'])}  {tokens['input']:,}→{tokens['output']:,} tokens"
             )
+        if step.get("replayed_from"):
+            detail += f"  replayed from {step['replayed_from']}"
         if step["status"] == "failed" and step.get("error"):
             error = step["error"]
             detail += f"  {error.get('type', 'error')}" if isinstance(error, dict) else ""

@@ -156,10 +156,11 @@ def run_show(args: argparse.Namespace) -> int:
             f" {money(segment['cost_usd']):>9}"
         )
     for step_id, step in data["steps"].items():
+        replayed = f"  replayed from {step['replayed_from']}" if step.get("replayed_from") else ""
         print(
             f"  {step_id:<18} {step['status']:<10} attempts {step['attempts']:<2} "
             f"{money(step['cost_usd']):>9} "
-            f" {step['tokens']['input']:,}→{step['tokens']['output']:,}"
+            f" {step['tokens']['input']:,}→{step['tokens']['output']:,}{replayed}"
         )
     for waiting in data["waiting_for"]:
         print(

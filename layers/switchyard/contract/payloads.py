@@ -57,7 +57,8 @@ class ResetFrom(Wire):
     to: str
     """The step this run runs afresh, with every step downstream of it."""
     reuse: dict[str, str] = Field(default_factory=dict)
-    """Step id -> the run id whose idempotency keys the step uses."""
+    """Step id -> the run id whose recorded results the step returns, and whose idempotency
+    keys it uses when there is no record to return."""
 
 
 class RunContext(Wire):
@@ -196,6 +197,9 @@ class StepResult(Wire):
     usage: Usage | None = None
     loop_output: Any = None
     """Inside a loop: the output with `iterations` added (a non-object as {value, iterations})."""
+    replayed_from: str | None = None
+    """In a run a reset started: the run whose recorded result this step returned instead of
+    running (`switchyard.runtime.replay`); it cost nothing this time."""
 
 
 class GateKind(StrEnum):
@@ -247,6 +251,8 @@ class GateDecision(Wire):
     edits: dict[str, Any] = Field(default_factory=dict)
     decided_at: str
     tier: int = 0
+    replayed_from: str | None = None
+    """In a run a reset started: the run whose recorded decision this is (nobody was asked)."""
 
 
 class HumanRequest(Wire):

@@ -85,6 +85,7 @@ def _step(rows: list[dict[str, Any]], children: dict[str, list[dict[str, Any]]])
         if items
         else None,
         "children": children.get(str(main["step_id"]), []),
+        "replayed_from": next((r["replayed_from"] for r in rows if r["replayed_from"]), None),
     }
 
 

@@ -97,6 +97,27 @@ class RemoteEngine:
         return None
 
 
+class FunctionTokens:
+    """How the functions an engine runs in this process answer a task token themselves: through
+    the command queue of the database the engine gave them (DATABASE_URL), which its listener
+    takes commands from."""
+
+    def _engine(self) -> RemoteEngine:
+        conninfo = os.environ.get(DATABASE_URL_ENV)
+        if not conninfo:
+            raise RuntimeError("no DATABASE_URL: this process runs no engine's functions")
+        return RemoteEngine(conninfo)
+
+    def send_success(self, token: str, output: Any) -> None:
+        self._engine().send_success(token, output)
+
+    def send_failure(self, token: str, error: str, cause: str) -> None:
+        self._engine().send_failure(token, error, cause)
+
+    def stop(self, execution_arn: str, error: str, cause: str) -> None:
+        self._engine().stop(execution_arn, error, cause)
+
+
 def connect(conninfo: str, *, functions_dir: Path | None = None) -> EngineClient:
     """Own the database if no engine does (run one here), else talk to the owner."""
     from switchyard.local.stack import engine_process

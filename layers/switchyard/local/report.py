@@ -116,6 +116,8 @@ def run_view(conn: psycopg.Connection[Any], execution_id: int) -> RunView:
             step.update(status=task.status, output=task.output, error=task.error)
             step["started_at"] = step["started_at"] or _time(task.started_at)
             step["ended_at"] = _time(task.ended_at)
+        if task.replayed_from:  # the step, or its map items or loop iterations
+            step["replayed_from"] = task.replayed_from
         if task.model:
             step["model"] = task.model
         if task.provider:

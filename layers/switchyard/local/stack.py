@@ -20,8 +20,10 @@ from switchyard.engine import serve
 from switchyard.engine.engine import Engine
 from switchyard.engine.hooks import EngineHooks, HookChain
 from switchyard.engine.serve import EngineProcess
+from switchyard.local.engine_client import FunctionTokens
 from switchyard.local.engine_hooks import CallsInProgress, ScriptedAnswers
 from switchyard.records.engine_hooks import RunRecordHooks
+from switchyard.runtime.wiring import serve_task_tokens
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -29,7 +31,9 @@ if TYPE_CHECKING:
 
 def switchyard_hooks() -> EngineHooks:
     """What switchyard adds to the engine: run records, model scripts, calls let go on
-    recovery."""
+    recovery. The functions the engine runs in this process answer task tokens themselves (a
+    reset run's replayed gate) through its command queue (`FunctionTokens`)."""
+    serve_task_tokens(FunctionTokens())
     return HookChain(RunRecordHooks(), ScriptedAnswers(), CallsInProgress())
 
 

@@ -235,7 +235,8 @@ class RunRecords:
         reported in its error's `cause`; a gate closed: run again (`answered`: through its task
         token, which the gate row records). `late`: its frame had been cancelled (the run failed
         or moved on while it ran): only its spend is counted, so that the run's cost is what the
-        budget ledger settled."""
+        budget ledger settled. A step or gate that replayed a recorded result (a reset run's:
+        `switchyard.runtime.replay`) says so in its record."""
         payload = call.payload
         if payload is None:
             return
@@ -243,6 +244,8 @@ class RunRecords:
             self._store.resumed(run.execution_id)
             if answered and call.token:
                 self._gates.record_answer(call.token, ok=ok, output=value, error=error, cause=cause)
+            if ok:
+                self._replayed(run, payload, value)
             return
         if call.function not in STEP_FUNCTIONS:
             return
@@ -269,12 +272,20 @@ class RunRecords:
             self._store.item_done(
                 (_json(result.get("output")), at, run.execution_id, step_id, item)
             )
+        if ok:
+            self._replayed(run, payload, result)
         self._store.run_spent(run.execution_id, cost, tokens_in, tokens_out)
         if run.child:
             self._store.ancestors_spent(
                 {"id": run.execution_id, "cost": cost, "in": tokens_in, "out": tokens_out,
                  "at": at},
             )  # fmt: skip
+
+    def _replayed(self, run: RunRef, payload: dict[str, Any], result: Any) -> None:
+        replayed = result.get("replayed_from") if isinstance(result, dict) else None
+        if isinstance(replayed, str):
+            step_id = str(payload.get("step_id"))
+            self._store.replayed(run.execution_id, step_id, _item(payload), replayed)
 
     def written(self, run: RunRef, path: str, value: Any, *, at: datetime | None = None) -> None:
         """A result was written into the state at `path` (a ResultPath): a step's record

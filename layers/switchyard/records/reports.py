@@ -55,7 +55,7 @@ SELECT r.*, now() AS now, e.arn, d.definition,
 """
 RUN_STEPS_SQL = """
 SELECT step_id, item, status, attempts, error, cost_usd, input_tokens, output_tokens,
-       cache_read_tokens, model, provider, started_at, ended_at,
+       cache_read_tokens, model, provider, started_at, ended_at, replayed_from,
        octet_length(output::text) AS output_bytes,
        CASE WHEN octet_length(output::text) <= %(inline)s THEN output END AS output_inline
   FROM task_runs WHERE execution_id = %(id)s

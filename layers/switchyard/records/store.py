@@ -149,6 +149,10 @@ UPDATE task_runs SET status = 'continued', ended_at = COALESCE(%s, now()),
        updated_at = now(), version = version + 1
  WHERE execution_id = %s AND status IN ('running', 'waiting')
 """
+REPLAYED_SQL = """
+UPDATE task_runs SET replayed_from = %s, updated_at = now(), version = version + 1
+ WHERE execution_id = %s AND step_id = %s AND item = %s
+"""
 UNFINISHED_STEPS_SQL = """
 UPDATE task_runs SET status = 'failed', error = %s::jsonb, ended_at = COALESCE(%s, now()),
        updated_at = now(), version = version + 1
@@ -197,7 +201,7 @@ STATUS_SQL = "SELECT status FROM workflow_runs WHERE execution_id = %s"
 TASK_RUNS_SQL = """
 SELECT t.execution_id, t.step_id, t.item, t.status, t.attempts, t.input, t.output, t.error,
        t.cost_usd, t.input_tokens, t.output_tokens, t.cache_read_tokens, t.model, t.provider,
-       t.started_at, t.ended_at
+       t.started_at, t.ended_at, t.replayed_from
   FROM task_runs t JOIN unnest(%s::bigint[]) WITH ORDINALITY AS x(id, n) ON t.execution_id = x.id
  ORDER BY x.n, t.started_at NULLS LAST, t.step_id, t.item
 """
@@ -235,6 +239,15 @@ STEP_VALUE_SQL = {
     " WHERE execution_id = %s AND step_id = %s AND item = ''",
 }
 """A run's or a step's input or output as JSON text cut at a length, and its full size."""
+COMPLETED_OUTPUT_SQL = """
+SELECT t.output FROM task_runs t JOIN workflow_runs w ON w.execution_id = t.execution_id
+ WHERE (w.run_id = %(run)s OR w.logical_run_id = %(run)s)
+   AND t.step_id = %(step)s AND t.item = %(item)s AND t.status = 'completed'
+ ORDER BY w.segment DESC, t.ended_at DESC NULLS LAST
+ LIMIT 1
+"""
+"""The output a step (or a map item, a loop iteration) of a run completed with, in any of the
+run's segments: what a reset's replayed step returns (`switchyard.runtime.replay`)."""
 RUNNING_RECORDED_BY_RUN_ID_SQL = """
 SELECT e.id, e.arn, e.next_event
   FROM workflow_runs r JOIN sfn_executions e ON e.id = r.execution_id
@@ -314,6 +327,15 @@ class TaskRunRow:
     provider: str | None
     started_at: datetime | None
     ended_at: datetime | None
+    replayed_from: str | None = None
+    """Of a reset run's step: the run whose recorded result it replayed instead of running."""
+
+
+@dataclass(frozen=True)
+class CompletedOutput:
+    """A step's recorded output (`RunStore.completed_output`)."""
+
+    output: Any
 
 
 @dataclass(frozen=True)
@@ -415,6 +437,13 @@ class RunStore:
         """The step records of several executions (a run's segments), in their order."""
         return self._all(TaskRunRow, TASK_RUNS_SQL, (list(execution_ids),))
 
+    def completed_output(self, run_id: str, step_id: str, item: str) -> CompletedOutput | None:
+        """What step `step_id` (`item`: '' or a map index `[3]` or loop iteration `#2`) of run
+        `run_id` completed with; None when it did not complete (or the run is unknown)."""
+        params = {"run": run_id, "step": step_id, "item": item}
+        row = self._conn.execute(COMPLETED_OUTPUT_SQL, params).fetchone()
+        return CompletedOutput(row[0]) if row else None
+
     def logical_run_id(self, run_id: str) -> str | None:
         """The logical run a run id belongs to (its own id, or its first segment's)."""
         row = self._conn.execute(LOGICAL_RUN_SQL, (run_id,)).fetchone()
@@ -475,6 +504,10 @@ class RunStore:
     def continued_steps(self, execution_id: int, at: datetime | None) -> None:
         """The run continued as new: its steps still open end with it, as `continued`."""
         self._conn.execute(CONTINUED_STEPS_SQL, (at, execution_id))
+
+    def replayed(self, execution_id: int, step_id: str, item: str, run_id: str) -> None:
+        """The step replayed run `run_id`'s recorded result instead of running."""
+        self._conn.execute(REPLAYED_SQL, (run_id, execution_id, step_id, item))
 
     def close_unfinished_steps(
         self, execution_id: int, error: str | None, at: datetime | None

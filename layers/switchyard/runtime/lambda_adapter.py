@@ -29,6 +29,7 @@ from switchyard.contract.step_errors import (
 )
 from switchyard.runtime.database import transient_database_error
 from switchyard.runtime.instruments import instruments
+from switchyard.runtime.replay import replayed_step
 from switchyard.runtime.services import StepServices
 
 StepRunner = Callable[[StepInvocation, StepServices, Any], StepResult]
@@ -51,6 +52,8 @@ def step_handler(function: str, run: StepRunner) -> Handler:
         try:
             result = run_step(run, invocation, context)
             spent = Spend(result.cost_usd, result.usage) if result.usage is not None else None
+            if result.replayed_from is not None:
+                logger.info("replayed", extra={"replayed_from": result.replayed_from})
         except StepError as error:
             spent, failure = error.spent, error
             logger.warning("the step failed", extra={"error_type": str(error.name)})
@@ -67,13 +70,16 @@ def step_handler(function: str, run: StepRunner) -> Handler:
 
 
 def run_step(run: StepRunner, invocation: StepInvocation, context: Any) -> StepResult:
-    """`run` with the process's services; a database that failed under it (unreachable, a
-    connection lost, the pool busy past its timeout) is `transient`, which the compiled `Retry`
-    waits out, not a failure for good."""
+    """`run` with the process's services, unless the step replays a recorded result (a step
+    before a reset's step: `switchyard.runtime.replay`); a database that failed under it
+    (unreachable, a connection lost, the pool busy past its timeout) is `transient`, which the
+    compiled `Retry` waits out, not a failure for good."""
     from switchyard.runtime.wiring import step_services
 
     try:
-        return run(invocation, step_services(), context)
+        services = step_services()
+        replayed = replayed_step(invocation.context, invocation.step_id, services.recorded)
+        return replayed if replayed is not None else run(invocation, services, context)
     except psycopg.OperationalError as exc:
         raise transient_database_error(exc, where=f"step {invocation.step_id}") from exc
 

@@ -27,6 +27,7 @@ from switchyard.runtime.quotas import (
     tenant_quotas_from_env,
 )
 from switchyard.runtime.rate_limits import RateLimitGate
+from switchyard.runtime.replay import RecordedResults
 from switchyard.runtime.settings import (
     BUDGET_TABLE_ENV,
     IDEMPOTENCY_TABLE_ENV,
@@ -66,6 +67,9 @@ class StepServices:
     """None: quotas are not enforced."""
     tenant_quotas: TenantQuotas = field(default_factory=tenant_quotas_from_env)
     """Tenant -> model -> tokens and requests per minute (`SWITCHYARD_TENANT_QUOTAS`)."""
+    recorded: RecordedResults | None = None
+    """The run records a reset run's earlier steps replay (`switchyard.runtime.replay`); None:
+    they run again (their side effects still replay through idempotency keys)."""
 
     def quota_guard(self, invocation: StepInvocation) -> QuotaGuard:
         """The quotas a model call of the step takes its share of: its workflow's tenant's, at
@@ -91,6 +95,7 @@ def postgres_services(pool: ConnectionPool, **overrides: Any) -> StepServices:
     from switchyard.runtime.journal import PostgresTurnJournal
     from switchyard.runtime.large_outputs import PostgresOutputStore
     from switchyard.runtime.rate_limits import PostgresNotBeforeStore
+    from switchyard.runtime.replay import RunRecordResults
     from switchyard.stores.audit import PostgresAuditLog
     from switchyard.stores.breaker import PostgresBreakerStore
     from switchyard.stores.budget import PostgresBudgetLedger
@@ -112,6 +117,7 @@ def postgres_services(pool: ConnectionPool, **overrides: Any) -> StepServices:
         "quota_store": PostgresQuotaStore(pool, clock=clock.now),
         "output_store": PostgresOutputStore(pool),
         "journal": PostgresTurnJournal(pool),
+        "recorded": RunRecordResults(pool),
     }
     fields.update(overrides)
     return StepServices(**fields)

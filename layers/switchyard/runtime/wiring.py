@@ -33,6 +33,7 @@ from switchyard.constants import (
     OUTPUT_BUCKET_ENV,
     POOL_SIZE_ENV,
 )
+from switchyard.gates.callbacks import TaskCallbacks
 from switchyard.runtime.large_outputs import OutputStore
 from switchyard.runtime.services import StepServices
 
@@ -161,6 +162,29 @@ def step_services() -> StepServices:
         )
     log.warning("no database and no AWS tables: stores are in memory, budgets and quotas off")
     return StepServices()
+
+
+class _LocalTokens:
+    callbacks: TaskCallbacks | None = None
+
+
+def serve_task_tokens(callbacks: TaskCallbacks | None) -> None:
+    """Where the functions of this process answer task tokens themselves when not on AWS: the
+    local engine that runs them here (`switchyard.local.stack` sets it as it builds one)."""
+    _LocalTokens.callbacks = callbacks
+
+
+def task_callbacks() -> TaskCallbacks | None:
+    """How a function answers a task token itself (a reset run's gate that replays its recorded
+    decision, `switchyard.runtime.replay`): Step Functions' API on AWS, else the local engine of
+    this process; None: neither."""
+    if os.environ.get(IDEMPOTENCY_TABLE_ENV):  # on AWS (or moto)
+        import boto3
+
+        from switchyard.gates.callbacks import Boto3Callbacks
+
+        return Boto3Callbacks(boto3.client("stepfunctions"))  # a rare call: no client is kept
+    return _LocalTokens.callbacks
 
 
 database_pool.dependents(output_stores, step_services)

@@ -25,6 +25,7 @@ from switchyard.api import RestApiServer, rest_api_in_thread
 from switchyard.constants import DATABASE_URL_ENV, LLM_SCRIPT_ENV
 from switchyard.engine.dispatch import FunctionRegistry
 from switchyard.engine.engine import Engine
+from switchyard.engine.remote import CommandListener
 from switchyard.local.stack import local_engine
 from switchyard.runtime import wiring
 from tests.conftest import REPO, WORKFLOWS
@@ -214,10 +215,13 @@ def start_stack(
     with handler_environment(conninfo):
         engine = local_engine(conninfo, registry=FunctionRegistry(), workers=8)
         engine.start()
+        listener = CommandListener(conninfo, engine.submit)  # as every engine process has
+        listener.start()
         try:
             with rest_api_in_thread(
                 engine, workflows_dir=directory, token=token, report=reports.append
             ) as server:
                 yield Stack(engine, server, scripts, reports)
         finally:
+            listener.close()
             engine.close()

@@ -135,6 +135,27 @@ def test_a_detached_run_goes_on_in_the_background_engine_after_the_command_exits
     assert "lost the database" not in log and "Traceback" not in log
 
 
+def test_the_readme_run_reset_to_its_last_step_replays_every_step_before_it(
+    env: dict[str, str],
+) -> None:
+    done = switchyard(
+        env, "run", str(EXAMPLE), "--input", f"@{INPUT}", "--llm-script", str(SCRIPT),
+        "--approve", "approve", "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    original = json.loads(done.stdout)
+    reset = switchyard(env, "runs", "reset", original["run_id"], "--to", "send", "--json")
+    assert reset.returncode == 0, reset.stderr
+    again = json.loads(reset.stdout)
+    run = status_becomes(env, again["run_id"], "succeeded")  # the gate asked nobody
+    assert original["cost_usd"] > 0 and run["cost_usd"] == 0  # no model was asked again
+    before = ("classify", "fetch_history", "research", "draft", "approve")
+    assert {step: run["steps"][step].get("replayed_from") for step in before} == dict.fromkeys(
+        before, original["run_id"]
+    )
+    assert "replayed_from" not in run["steps"]["send"]
+
+
 def test_a_gate_times_out_and_escalates_in_the_background_engine(
     env: dict[str, str], tmp_path: Path
 ) -> None:

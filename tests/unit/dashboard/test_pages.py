@@ -254,3 +254,26 @@ def test_a_run_that_continued_as_new_lists_its_segments(page: Page, board: Dashb
     expect(segments.nth(0)).to_have_attribute("data-status", "continued")
     expect(segments.nth(2)).to_have_attribute("data-status", "succeeded")
     expect(segments.nth(1)).to_contain_text(f"{run_id}-2")
+
+
+def test_a_reset_runs_page_says_which_steps_replayed_the_original(
+    page: Page, board: DashboardStack
+) -> None:
+    original = start_support_run(board)
+    with board.rest() as rest:
+        assert approve(rest, original).status_code == 200
+        wait_for(rest, original, {"succeeded"})
+        answer = rest.post(
+            f"/runs/{original}/reset", json={"to": "send"}, headers={"X-Switchyard-User": "ann"}
+        )
+        assert answer.status_code == 201, answer.text
+        run_id = answer.json()["run_id"]
+        run = wait_for(rest, run_id, {"succeeded"})  # the gate replayed its decision
+    assert run["cost_usd"] == 0
+    page.goto(f"/ui/runs/{run_id}")
+    for step in ("classify", "research", "draft", "approve"):
+        replayed = page.locator(f'[data-step="{step}"] [data-replayed-from]')
+        expect(replayed).to_have_attribute("data-replayed-from", original)
+    expect(page.locator('[data-step="send"] [data-replayed-from]')).to_have_count(0)
+    page.locator('[data-step="draft"] [data-replayed-from] a').click()
+    expect(page.locator("[data-page=run]")).to_have_attribute("data-run-id", original)

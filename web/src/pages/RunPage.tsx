@@ -175,6 +175,12 @@ function StepRow({ id, kind, step, runId }: { id: string; kind?: string; step?: 
             <StatusBadge status={child.status} />
           </div>
         ))}
+        {step?.replayed_from && (
+          <div className="muted" data-replayed-from={step.replayed_from}>
+            replayed from{" "}
+            <Link to={`/runs/${encodeURIComponent(step.replayed_from)}`}>{step.replayed_from}</Link>
+          </div>
+        )}
         {step?.items && (
           <div className="muted">
             items: {step.items.completed}/{step.items.total} done

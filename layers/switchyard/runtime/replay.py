@@ -1,0 +1,110 @@
+"""Replay: a step of a reset run that comes before the reset's step returns the result the run
+it resets recorded, instead of running again.
+
+A reset (`switchyard.local.reset`) names, in the new run's `ResetFrom.reuse`, each step before
+the reset's step and the run whose records it replays. When such a step is dispatched, its
+function looks up what that step (that map item, that loop iteration) completed with in the run
+records (`task_runs`, any segment of the run) and returns it as the step's output, at no cost:
+an agent's answer is not asked of the model again, a tool is not called again, a router keeps
+its route, and a human gate's decision is sent back at once instead of waiting for a person
+(`replayed_gate`, for approval_notify). The step's record says `replayed_from`.
+
+A step with no completed record to replay (it was skipped, it failed, or the records cannot be
+read: a function outside the VPC) runs, and its side effects still find their results under the
+replayed run's idempotency keys (`StepInvocation.idempotency_key`), so they do not happen twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from psycopg_pool import ConnectionPool
+
+from switchyard.contract import GateKind, GateRequest, StepContext, StepResult, loop_output
+
+
+class RecordedResults(Protocol):
+    def completed(self, run_id: str, step_id: str, item: str) -> Recorded | None:
+        """What the step (`item`: '', `[index]` or `#iteration`) of run `run_id` completed
+        with; None when it did not complete."""
+        ...
+
+
+@dataclass(frozen=True)
+class Recorded:
+    run_id: str
+    """The run whose record this is."""
+    output: Any
+
+
+class RunRecordResults:
+    """Recorded results read from the run records (the local engine's database, or Aurora)."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self._pool = pool
+
+    def completed(self, run_id: str, step_id: str, item: str) -> Recorded | None:
+        from switchyard.records.store import RunStore  # the records import the gates, and so on
+
+        with self._pool.connection() as conn:
+            found = RunStore(conn).completed_output(run_id, step_id, item)
+        return Recorded(run_id, found.output) if found is not None else None
+
+
+def replayed_run(context: StepContext, step_id: str) -> str | None:
+    """The run whose records step `step_id` replays; None: the step runs (the run is not a
+    reset, or the step is the reset's step or downstream of it)."""
+    reset = context.run.reset
+    return reset.reuse.get(step_id) if reset is not None else None
+
+
+def item_of(context: StepContext) -> str:
+    """The record's item: '' for a step, `[index]` for a map item, `#iteration` for a loop's."""
+    scope = context.scope or {}
+    if "index" in scope:
+        return f"[{scope['index']}]"
+    if "iteration" in scope:
+        return f"#{scope['iteration']}"
+    return ""
+
+
+def recorded_for(
+    context: StepContext, step_id: str, results: RecordedResults | None
+) -> Recorded | None:
+    """The record step `step_id` replays in this run; None: it runs."""
+    replays = replayed_run(context, step_id)
+    if replays is None or results is None:
+        return None
+    return results.completed(replays, step_id, item_of(context))
+
+
+def replayed_step(
+    context: StepContext, step_id: str, results: RecordedResults | None
+) -> StepResult | None:
+    """The result a step function returns without running; None: it runs."""
+    recorded = recorded_for(context, step_id, results)
+    if recorded is None:
+        return None
+    scope = context.scope or {}
+    return StepResult(
+        output=recorded.output,
+        attempts=1,
+        cost_usd=0.0,
+        loop_output=(
+            loop_output(recorded.output, scope["iteration"]) if "iteration" in scope else None
+        ),
+        replayed_from=recorded.run_id,
+    )
+
+
+def replayed_gate(request: GateRequest, results: RecordedResults | None) -> Recorded | None:
+    """The decision an approval gate replays (its recorded output, marked `replayed_from`);
+    None: the gate opens and waits for a person. Only approval gates replay: a pause, budget or
+    human gate was opened by a failure of this run, which a person must see."""
+    if request.kind is not GateKind.APPROVAL:
+        return None
+    recorded = recorded_for(request.context, request.step_id, results)
+    if recorded is None or not isinstance(recorded.output, dict):
+        return None
+    return Recorded(recorded.run_id, {**recorded.output, "replayed_from": recorded.run_id})
