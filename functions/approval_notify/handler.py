@@ -68,7 +68,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 def _replayed(request: GateRequest) -> dict[str, Any] | None:
     """A reset run's gate before the reset's step answers itself with the decision the run it
     resets recorded (`switchyard.runtime.replay`): no gate opens, nobody is asked."""
-    if request.context.run.reset is None:
+    run = request.context.run
+    if run.reset is None and run.replays_child is None:
         return None
     pool = database_pool()
     callbacks = task_callbacks()

@@ -174,3 +174,32 @@ def test_every_step_before_the_reset_step_replays_its_recorded_result(
     assert [w["step"] for w in waiting["waiting_for"]] == ["approve"]
     assert len(lines(ledger)) == 5
     switchyard(env, "cancel", later["run_id"])
+
+
+def test_a_sub_workflow_before_the_reset_step_starts_a_child_that_replays_the_first_child(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    ledger = tmp_path / "ledger.txt"
+    given = json.dumps({"ledger": str(ledger)})
+    first = switchyard(env, "run", str(WORKFLOWS / "reset-parent.yaml"), "--input", given,
+                       "--json")  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    run_id = json.loads(first.stdout)["run_id"]
+    child_line = lines(ledger)[0]
+    assert child_line.startswith("child look ")
+
+    again = reset(env, run_id, "--to", "notify")
+    run = shown(env, again["run_id"])
+    assert run["status"] == "succeeded", run
+    assert run["output"] == {"found": child_line}  # the first child's answer
+    assert lines(ledger)[2:] == [f"notify {again['run_id']}: {child_line}"]  # no second look
+    children = run["steps"]["research"].get("children") or []
+    listed = switchyard(env, "runs", "list", "--json")
+    runs = json.loads(listed.stdout)
+    runs = runs["runs"] if isinstance(runs, dict) else runs
+    child_runs = [r for r in runs if r["workflow"] == "reset-child"]
+    assert len(child_runs) == 2, (children, child_runs)  # the reset started a child of its own
+    newest = shown(env, child_runs[0]["run_id"])
+    original_child = child_line.removeprefix("child look ")
+    assert newest["steps"]["look"]["replayed_from"] == original_child
+    assert newest["cost_usd"] == 0

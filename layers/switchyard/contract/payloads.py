@@ -61,6 +61,17 @@ class ResetFrom(Wire):
     keys it uses when there is no record to return."""
 
 
+class ReplayedChild(Wire):
+    """Of a child run that a reset run's `sub_workflow` step started before the reset's step:
+    the child it replays, named by the parent run that started it, the step and the map index
+    or loop iteration (`:<n>`, as `ParentLink.item`). Every step of this run returns what that
+    child's step recorded (`switchyard.runtime.replay`)."""
+
+    parent_run: str
+    step: str
+    item: str = ""
+
+
 class RunContext(Wire):
     """`run` in templates: the run's identity."""
 
@@ -88,6 +99,9 @@ class RunContext(Wire):
     """Of a segment after the first: the execution name of the segment before it."""
     reset: ResetFrom | None = None
     """Of a run a reset started (`RESET_KEY`): which steps replay which run's records."""
+    replays_child: ReplayedChild | None = None
+    """Of a child run started by a replayed `sub_workflow` step: the child whose records its
+    steps replay."""
 
 
 class ParentLink(Wire):

@@ -20,6 +20,7 @@ from switchyard.contract import (
     Continuation,
     EnclosingBudget,
     ParentLink,
+    ReplayedChild,
     ResetFrom,
     RunContext,
     RunStartRequest,
@@ -220,8 +221,20 @@ def _new_run(request: RunStartRequest) -> RunStartResult:
         # Left out when normal (most runs), unless that overrides the workflow's own priority.
         priority=None if priority == request.workflow.priority == "normal" else priority,
         reset=_reset_from(given[RESET_KEY]) if given.get(RESET_KEY) else None,
+        replays_child=replayed_child(link) if link else None,
     )
     return RunStartResult(inputs=inputs, run=run)
+
+
+def replayed_child(link: ParentLink) -> ReplayedChild | None:
+    """The child run this one replays: when its parent is a reset run whose `sub_workflow` step
+    comes before the reset's step, the child that step started in the run the parent replays.
+    (Only one level: a child of a replayed child runs its steps.)"""
+    reset = link.run.reset
+    replays = reset.reuse.get(link.step) if reset is not None else None
+    if replays is None:
+        return None
+    return ReplayedChild(parent_run=replays, step=link.step, item=link.item)
 
 
 def handle(event: dict[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,8 @@ from typing import Any, Literal, TypeVar
 import psycopg
 from psycopg.rows import class_row
 
+from switchyard.contract import PARENT_LINK_KEY
+
 Row = TypeVar("Row")
 
 # --- writes (the projection's) ---------------------------------------------------------------
@@ -248,6 +250,19 @@ SELECT t.output FROM task_runs t JOIN workflow_runs w ON w.execution_id = t.exec
 """
 """The output a step (or a map item, a loop iteration) of a run completed with, in any of the
 run's segments: what a reset's replayed step returns (`switchyard.runtime.replay`)."""
+CHILD_COMPLETED_OUTPUT_SQL = """
+SELECT c.run_id, t.output FROM workflow_runs p
+  JOIN workflow_runs c ON c.parent_execution_id = p.execution_id
+  JOIN task_runs t ON t.execution_id = c.execution_id
+ WHERE (p.run_id = %(parent)s OR p.logical_run_id = %(parent)s) AND c.parent_step = %(parent_step)s
+   AND COALESCE(c.input -> %(link_key)s ->> 'item', '') = %(parent_item)s
+   AND t.step_id = %(step)s AND t.item = %(item)s AND t.status = 'completed'
+ ORDER BY c.started_at DESC, t.ended_at DESC NULLS LAST
+ LIMIT 1
+"""
+"""The output a step of a child run completed with, the child named by its parent run, the
+parent's `sub_workflow` step and that step's item (`:<n>` in the child's parent link): what a
+replayed child's step returns. The newest child when the step started several (retries)."""
 RUNNING_RECORDED_BY_RUN_ID_SQL = """
 SELECT e.id, e.arn, e.next_event
   FROM workflow_runs r JOIN sfn_executions e ON e.id = r.execution_id
@@ -336,6 +351,16 @@ class CompletedOutput:
     """A step's recorded output (`RunStore.completed_output`)."""
 
     output: Any
+
+
+@dataclass(frozen=True)
+class ChildOf:
+    """A child run named by its parent: the parent's run id, the `sub_workflow` step that
+    started it, and that step's item (`:<n>`, '' outside a map or loop)."""
+
+    run_id: str
+    step: str
+    item: str
 
 
 @dataclass(frozen=True)
@@ -443,6 +468,16 @@ class RunStore:
         params = {"run": run_id, "step": step_id, "item": item}
         row = self._conn.execute(COMPLETED_OUTPUT_SQL, params).fetchone()
         return CompletedOutput(row[0]) if row else None
+
+    def child_completed_output(
+        self, parent: ChildOf, step_id: str, item: str
+    ) -> tuple[str, CompletedOutput] | None:
+        """What step `step_id` (`item` as in `completed_output`) of the child run `parent`
+        names completed with, and that child's run id; None when it did not complete."""
+        params = {"parent": parent.run_id, "parent_step": parent.step, "link_key": PARENT_LINK_KEY,
+                  "parent_item": parent.item, "step": step_id, "item": item}  # fmt: skip
+        row = self._conn.execute(CHILD_COMPLETED_OUTPUT_SQL, params).fetchone()
+        return (str(row[0]), CompletedOutput(row[1])) if row else None
 
     def logical_run_id(self, run_id: str) -> str | None:
         """The logical run a run id belongs to (its own id, or its first segment's)."""

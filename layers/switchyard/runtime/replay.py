@@ -7,7 +7,9 @@ function looks up what that step (that map item, that loop iteration) completed 
 records (`task_runs`, any segment of the run) and returns it as the step's output, at no cost:
 an agent's answer is not asked of the model again, a tool is not called again, a router keeps
 its route, and a human gate's decision is sent back at once instead of waiting for a person
-(`replayed_gate`, for approval_notify). The step's record says `replayed_from`.
+(`replayed_gate`, for approval_notify). The step's record says `replayed_from`. A `sub_workflow`
+step before the reset's step starts its child again, and every step of that child replays what
+the child the original started recorded (`RunContext.replays_child`, set by run_start).
 
 A step with no completed record to replay (it was skipped, it failed, or the records cannot be
 read: a function outside the VPC) runs, and its side effects still find their results under the
@@ -21,13 +23,24 @@ from typing import Any, Protocol
 
 from psycopg_pool import ConnectionPool
 
-from switchyard.contract import GateKind, GateRequest, StepContext, StepResult, loop_output
+from switchyard.contract import (
+    GateKind,
+    GateRequest,
+    ReplayedChild,
+    StepContext,
+    StepResult,
+    loop_output,
+)
 
 
 class RecordedResults(Protocol):
     def completed(self, run_id: str, step_id: str, item: str) -> Recorded | None:
         """What the step (`item`: '', `[index]` or `#iteration`) of run `run_id` completed
         with; None when it did not complete."""
+        ...
+
+    def child_completed(self, child: ReplayedChild, step_id: str, item: str) -> Recorded | None:
+        """What the step of the child run `child` names completed with; None as `completed`."""
         ...
 
 
@@ -51,6 +64,14 @@ class RunRecordResults:
             found = RunStore(conn).completed_output(run_id, step_id, item)
         return Recorded(run_id, found.output) if found is not None else None
 
+    def child_completed(self, child: ReplayedChild, step_id: str, item: str) -> Recorded | None:
+        from switchyard.records.store import ChildOf, RunStore
+
+        parent = ChildOf(child.parent_run, child.step, child.item)
+        with self._pool.connection() as conn:
+            found = RunStore(conn).child_completed_output(parent, step_id, item)
+        return Recorded(found[0], found[1].output) if found is not None else None
+
 
 def replayed_run(context: StepContext, step_id: str) -> str | None:
     """The run whose records step `step_id` replays; None: the step runs (the run is not a
@@ -72,9 +93,15 @@ def item_of(context: StepContext) -> str:
 def recorded_for(
     context: StepContext, step_id: str, results: RecordedResults | None
 ) -> Recorded | None:
-    """The record step `step_id` replays in this run; None: it runs."""
+    """The record step `step_id` replays in this run; None: it runs. Every step of a child run
+    that a replayed `sub_workflow` step started replays the child that step started before."""
+    if results is None:
+        return None
+    child = context.run.replays_child
+    if child is not None:
+        return results.child_completed(child, step_id, item_of(context))
     replays = replayed_run(context, step_id)
-    if replays is None or results is None:
+    if replays is None:
         return None
     return results.completed(replays, step_id, item_of(context))
 

@@ -189,3 +189,18 @@ def test_a_run_id_too_long_for_its_segments_names_is_refused_up_front() -> None:
     start_run(continuable({"document": {}}, name="r" * 72))
     with pytest.raises(InvalidRunInputError, match="at most 72"):
         start_run(continuable({"document": {}}, name="r" * 73))
+
+
+def test_the_child_of_a_replayed_sub_workflow_step_replays_the_first_child() -> None:
+    reset = {"run": "first-run", "to": "notify", "reuse": {"summarize_each": "first-run"}}
+    link = {"run": parent_run(reset=reset), "step": "summarize_each", "item": ":3"}
+    run = start_run(request({"document": {}, PARENT_LINK_KEY: link})).run
+    assert run.replays_child is not None
+    assert run.replays_child.model_dump() == {
+        "parent_run": "first-run",
+        "step": "summarize_each",
+        "item": ":3",
+    }
+    fresh = {**reset, "reuse": {"other": "first-run"}}  # the reset runs this step afresh
+    link = {"run": parent_run(reset=fresh), "step": "summarize_each"}
+    assert start_run(request({"document": {}, PARENT_LINK_KEY: link})).run.replays_child is None
