@@ -21,6 +21,7 @@ from switchyard.model.routers import (
 )
 from switchyard.model.steps import (
     AgentBody,
+    AgentContinueAsNew,
     AgentStep,
     ContinueAsNew,
     EscalationTier,
@@ -44,6 +45,7 @@ __all__ = [
     "FORMAT_VERSION",
     "PRIORITIES",
     "AgentBody",
+    "AgentContinueAsNew",
     "AgentStep",
     "AnyRouter",
     "ContinueAsNew",

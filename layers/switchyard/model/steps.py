@@ -53,6 +53,24 @@ class DagKeys(Spec):
     """Overrides the workflow's on_error for this step."""
 
 
+MAX_AGENT_TURNS = 50
+"""An agent's `max_turns` without `continue_as_new` (all in one step function call)."""
+MAX_CONTINUED_TURNS = 10_000
+"""An agent's `max_turns` with `continue_as_new` (spread over segments)."""
+
+
+class AgentContinueAsNew(Spec):
+    """Every `after` model turns without an answer, the agent has the model summarise its work
+    and the run goes on in a new execution (a new segment), where the agent starts a fresh
+    conversation from its prompt and that summary."""
+
+    after: int = Field(ge=1, le=MAX_AGENT_TURNS)
+    """Model turns per segment (the summary is one more)."""
+    summary: Template | None = None
+    """What the agent asks the model for at the end of a segment; default: to summarise the
+    work so far and what remains, for itself to continue from."""
+
+
 class AgentBody(StepCommon):
     type: Literal["agent"]
     model: str | None = None
@@ -63,7 +81,10 @@ class AgentBody(StepCommon):
     prompt: Template
     tools: list[str] = Field(default_factory=list)
     """Names from the workflow's `tools` that the model may call."""
-    max_turns: int = Field(default=8, ge=1, le=50)
+    max_turns: int = Field(default=8, ge=1, le=MAX_CONTINUED_TURNS)
+    """Model calls in all (at most 50, or 10,000 with `continue_as_new`)."""
+    continue_as_new: AgentContinueAsNew | None = None
+    """Go on in a new execution every `after` turns, carrying a summary (top-level steps only)."""
     max_tokens: int | None = Field(default=None, ge=1, le=128000)
     temperature: float | None = Field(default=None, ge=0, le=1)
 

@@ -106,6 +106,9 @@ class StepRules:
             if body.system is not None:
                 self._refs.template(body.system, (*base, "system"), scope)
             self._refs.template(body.prompt, (*base, "prompt"), scope)
+            summary = body.continue_as_new.summary if body.continue_as_new else None
+            if summary is not None:
+                self._refs.template(summary, (*base, "continue_as_new", "summary"), scope)
             for index, name in enumerate(body.tools):
                 if name not in self._workflow.tools:
                     self._unknown_tool((*base, "tools", index), name, declared_only=True)
