@@ -214,6 +214,9 @@ class StepResult(Wire):
     replayed_from: str | None = None
     """In a run a reset started: the run whose recorded result this step returned instead of
     running (`switchyard.runtime.replay`); it cost nothing this time."""
+    continued: bool = False
+    """An agent with `continue_as_new` ran its segment's turns without an answer: `output` is
+    `{continued, summary, turns}`, what the run's next segment starts from."""
 
 
 class GateKind(StrEnum):

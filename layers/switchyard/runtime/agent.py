@@ -8,6 +8,8 @@
   goes through the tool gateway (allow-list, schema, policy, loop detection, approval, audit,
   idempotency). A tool's own permanent failure goes back to the model as an error result, so it
   can correct itself; refusals, approvals, rate limits and outages end the attempt.
+- With `continue_as_new`, a call takes at most `after` turns and then returns the model's summary
+  of its work, which the next segment of the run starts from (`runtime/agent_segments.py`).
 - Turns that asked for tools are journaled, so a step that runs again (after an approval, a
   crash, a retry) replays them rather than asking the model afresh.
 - Every call reserves its estimated cost first and settles the real one after; usage and cost are
@@ -26,6 +28,12 @@ from typing import Any
 from switchyard.contract import StepInvocation, StepResult, Usage
 from switchyard.contract.step_errors import InvalidOutputError, PermanentError, Spend, StepError
 from switchyard.model import AgentBody
+from switchyard.runtime.agent_segments import (
+    SUMMARY_REQUEST,
+    continued_output,
+    first_message,
+    segment_of,
+)
 from switchyard.runtime.budgets import BudgetGuard
 from switchyard.runtime.clock import Deadline
 from switchyard.runtime.providers import (
@@ -179,11 +187,13 @@ class AgentRun:
 
     def key(self, turn: int) -> CallKey:
         scope = self.invocation.context.scope or {}
+        # An agent in segments numbers its turns across them; its segment is no loop iteration.
+        segmented = self.step.continue_as_new is not None
         return CallKey(
             run_id=self.invocation.context.run.id,
             step_id=self.invocation.step_id,
             index=scope.get("index"),
-            iteration=scope.get("iteration"),
+            iteration=None if segmented else scope.get("iteration"),
             attempt=self.invocation.attempt,
             turn=turn,
         )
@@ -248,11 +258,13 @@ class AgentRun:
         if self.step.output_schema is not None:
             instruction = json_instruction(self.step.output_schema)
             system = f"{system}\n\n{instruction}" if system else instruction
-        messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+        segment = segment_of(self.step, context.get("previous"))  # large parts resolved
+        content = first_message(prompt, segment.carried)
+        messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
         journal = self.services.journal
         step_key = self.invocation.idempotency_key
         recorded = journal.turns(step_key) if self.step.tools else {}
-        for turn in range(self.step.max_turns):
+        for turn in range(segment.start, segment.stop):
             entry = recorded.get(turn)
             if entry is not None:
                 response = ModelResponse.from_json(entry["response"])
@@ -274,6 +286,8 @@ class AgentRun:
             messages.append(
                 {"role": "user", "content": self.use_tools(response.tool_uses, turn, results)}
             )
+        if segment.continues:
+            return self.summarise(messages, system, segment.stop, context)
         raise PermanentError(
             f"agent step {self.invocation.step_id} still wanted tools after max_turns "
             f"({self.step.max_turns}) model calls"
@@ -305,6 +319,36 @@ class AgentRun:
                 raise
             return {"content": f"error: {error.message}", "is_error": True}
         return {"content": json.dumps(output, ensure_ascii=False, default=str)}
+
+    def summarise(
+        self,
+        messages: list[dict[str, Any]],
+        system: str | None,
+        turn: int,
+        context: dict[str, Any],
+    ) -> StepResult:
+        """The segment's last turn: the model summarises its work for the next segment. The
+        request goes with the last tool results (one user message, as the API wants turns to
+        alternate) and with the tools (which the API wants beside tool blocks)."""
+        rule = self.step.continue_as_new
+        assert rule is not None
+        request = render_text(rule.summary, context) if rule.summary else SUMMARY_REQUEST
+        messages[-1]["content"].append({"type": "text", "text": request})
+        response = self.ask(messages, system, turn)
+        summary = response.text.strip()
+        if not summary:
+            raise PermanentError(
+                f"agent step {self.invocation.step_id} was asked to summarise its work after "
+                f"{turn} model calls, to go on in a new segment, and gave no text"
+            )
+        return finish(
+            self.invocation,
+            self.services,
+            continued_output(summary, turn + 1),
+            cost=self.total.cost,
+            usage=self.total.usage(),
+            continued=True,
+        )
 
     def answer(self, response: ModelResponse) -> StepResult:
         schema = self.step.output_schema

@@ -132,6 +132,7 @@ def finish(
     *,
     cost: Decimal = Decimal(0),
     usage: Usage | None = None,
+    continued: bool = False,
 ) -> StepResult:
     """The StepResult: output offloaded if large, `loop_output` inside a loop."""
     output = json.loads(json.dumps(output, default=str))
@@ -146,6 +147,7 @@ def finish(
         cost_usd=float(cost),
         usage=usage,
         loop_output=loop_output(output, scope["iteration"]) if "iteration" in scope else None,
+        continued=continued,
     )
 
 

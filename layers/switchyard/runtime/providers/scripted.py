@@ -16,7 +16,9 @@ continued after a crash or by another process gets the same answers:
 For a step outside maps and loops with no tools that is "one entry per attempt"; inside a map it
 is one per item, inside a loop one per iteration (each moved on by retries). The last entry
 repeats. An extension for agents with tools: an entry `{tool_use: [{name, input}], text}` is a
-turn that calls tools; the agent's next turn takes the next entry.
+turn that calls tools; the agent's next turn takes the next entry. An agent with
+`continue_as_new` numbers its turns across its segments (its calls are no loop iterations), so
+its entries are its model calls in order, each segment's summary one of them.
 
 `max_tokens` is honoured as a model honours it: an answer longer than the request's `max_tokens`
 (its `output_tokens`, else its estimate) stops there with `stop_reason: max_tokens`, its text cut
