@@ -19,7 +19,8 @@ from switchyard.compile.history import LIMIT, WARN_AT, worst_case_events
 from switchyard.compile.shape import Leaf, Node, Par, Seq, decompose, limit_width
 from switchyard.compile.shape.exclusive import serialize_exclusive
 from switchyard.compile.shape.tree import steps_of
-from switchyard.compile.steps.continue_as_new import RESUME_PATH, continuable_loops
+from switchyard.compile.steps.agent_segments import agent_in_segments
+from switchyard.compile.steps.continue_as_new import RESUME_PATH, continuable_steps
 from switchyard.compile.steps.failure import Fallback
 from switchyard.compile.steps.gate import human_gate
 from switchyard.compile.steps.gating import guarded
@@ -96,9 +97,9 @@ class _Compiler:
         self.primary_of = {s.fallback: sid for sid, s in workflow.steps.items() if s.fallback}
         self.payloads = payload_plan(workflow)
         self._handing: dict[Node, str | None] = {}
-        self.continuable = continuable_loops(workflow)
+        self.continuable = continuable_steps(workflow)
         self.resumes: dict[str, str] = {}
-        """Loop that continues as new -> the state a continued segment enters it by."""
+        """Step that continues as new -> the state a continued segment enters it by."""
 
     def run(self) -> CompileResult:
         tree = self._shape()
@@ -414,7 +415,11 @@ class _Compiler:
         if step.fallback is not None:
             fb_id = step.fallback
             fallback = Fallback(fb_id, lambda: self._step(fb_id, block, extra={step_id}))
-        if isinstance(step, AgentStep | ToolStep | LlmRouter):
+        if isinstance(step, AgentStep) and step.continue_as_new is not None:
+            body = agent_in_segments(
+                unit, step, on_error=on_error, fallback=fallback, resumes=self.resumes
+            )
+        elif isinstance(step, AgentStep | ToolStep | LlmRouter):
             body = lambda_step(unit, step, on_error=on_error, fallback=fallback)
         elif isinstance(step, RuleRouter | ScoreRouter):
             body = rule_or_score_router(unit, step, skipping)
@@ -467,8 +472,9 @@ class _Compiler:
         return block.single("start", state)
 
     def _resume(self, block: Block, body: Fragment | None, outputs: Fragment) -> Fragment | None:
-        """For a workflow whose loops continue as new: a Choice after `start` that sends a
-        continued segment straight to its loop's next iteration (steps/continue_as_new.py)."""
+        """For a workflow whose loops (or agents) continue as new: a Choice after `start` that
+        sends a continued segment straight to its loop's next iteration
+        (steps/continue_as_new.py)."""
         if not self.resumes:
             return None
         rules = [

@@ -35,6 +35,8 @@ def templates_of(step: Step | AgentBody | ToolBody | SubWorkflowBody) -> list[st
     texts += template_strings(getattr(step, "input", {}))
     if isinstance(step, AgentBody):
         texts += [t for t in (step.system, step.prompt) if t]
+        if step.continue_as_new is not None and step.continue_as_new.summary:
+            texts.append(step.continue_as_new.summary)
     elif isinstance(step, ToolBody):
         texts += template_strings(step.args)
     elif isinstance(step, HumanGateStep):

@@ -63,6 +63,9 @@ def _step_events(step: Step, workflow: Workflow, step_id: str, assumptions: list
         return (_TASK + 1) * (1 + len(step.escalation)) + _PASS
     if isinstance(step, RuleRouter | ScoreRouter):
         return _PASS * 2
+    if isinstance(step, AgentBody) and step.continue_as_new is not None:
+        # one call per segment: the segment's start, the call and its Choice, the hand-over
+        return _PASS * 2 + _body_events(step, workflow) + _PASS * 3 + _TASK
     if isinstance(step, LlmRouter | AgentBody | ToolBody | SubWorkflowBody):
         return _body_events(step, workflow)
     if isinstance(step, MapStep):

@@ -1,5 +1,8 @@
 """Continue-as-new: a loop that goes on in a new execution every `after` iterations.
 
+An agent in segments (steps/agent_segments.py) hands on the same way: it is compiled as a loop of
+one call per segment, whose `previous` is the summary the call before returned.
+
 Step Functions stops an execution at 25,000 history events, so a long loop hands its run on:
 after `after` iterations of one execution (a *segment*), instead of its next iteration the loop
 renders its `summary`, starts a new execution of its own state machine
@@ -27,7 +30,8 @@ from switchyard.compile.steps.failure import caught_into
 from switchyard.compile.steps.unit import LOOP_RESULT, Unit
 from switchyard.compile.template_paths import render_task
 from switchyard.contract import CONTINUE_KEY, CONTINUED_KEY
-from switchyard.model import ContinueAsNew, LoopStep, Workflow
+from switchyard.model import AgentStep, LoopStep, Workflow
+from switchyard.model.base import Template
 
 START_EXECUTION = "arn:aws:states:::states:startExecution"
 RESUME_PATH = "$.resume"
@@ -45,12 +49,12 @@ START_SERVICE_RETRY: dict[str, Any] = {
 }
 
 
-def continuable_loops(workflow: Workflow) -> list[str]:
-    """The loops that continue as new, in file order."""
+def continuable_steps(workflow: Workflow) -> list[str]:
+    """The steps that continue as new (loops, agents), in file order."""
     return [
         step_id
         for step_id, step in workflow.steps.items()
-        if isinstance(step, LoopStep) and step.continue_as_new is not None
+        if isinstance(step, LoopStep | AgentStep) and step.continue_as_new is not None
     ]
 
 
@@ -61,14 +65,14 @@ def segment_scope(after: int, iteration: str) -> dict[str, Any]:
     return {"segment_end.$": f"States.MathAdd({iteration}, {after - 1})"}
 
 
-def resume_state(unit: Unit, rule: ContinueAsNew, first_iteration: str, *, deadline: bool) -> str:
+def resume_state(unit: Unit, after: int, first_iteration: str, *, deadline: bool) -> str:
     """The state a continued segment enters the loop by: the state rebuilt from what run_start
     handed back, then the loop's next iteration."""
     scope: dict[str, Any] = {
         "iteration.$": f"{RESUME_PATH}.scope.iteration",
         "previous.$": f"{RESUME_PATH}.scope.previous",
         "meta.$": f"{RESUME_PATH}.scope.meta",
-        **segment_scope(rule.after, f"{RESUME_PATH}.scope.iteration"),
+        **segment_scope(after, f"{RESUME_PATH}.scope.iteration"),
     }
     parameters: dict[str, Any] = {
         "inputs.$": "$.inputs",
@@ -88,16 +92,22 @@ def resume_state(unit: Unit, rule: ContinueAsNew, first_iteration: str, *, deadl
     return unit.block.add(unit.name("resume"), state)
 
 
-def hand_on(unit: Unit, step: LoopStep, failure: str) -> str:
-    """The states that end a segment: the next iteration prepared (its `previous` the summary),
-    the next segment started, this one's output saying so. Returns the first state's name."""
-    rule = step.continue_as_new
-    assert rule is not None
+def hand_on(
+    unit: Unit,
+    *,
+    summary: dict[str, Template] | Template | None,
+    deadline: bool,
+    failure: str,
+    why: str,
+) -> str:
+    """The states that end a segment: the next iteration prepared (its `previous` the rendered
+    `summary`, else the last output), the next segment started, this one's output saying so.
+    `deadline`: the step keeps a deadline in `$.deadline`, which the next segment goes on with.
+    Returns the first state's name."""
     block = unit.block
     carry: State = {
         "Type": "Pass",
-        "Comment": f"'{unit.step_id}' ran {rule.after} iterations in this execution: it goes on "
-        "in a new one",
+        "Comment": f"{why}: it goes on in a new execution",
         "Parameters": {
             "iteration.$": "States.MathAdd($.scope.iteration, 1)",
             "previous.$": f"{LOOP_RESULT}.output",
@@ -109,18 +119,18 @@ def hand_on(unit: Unit, step: LoopStep, failure: str) -> str:
     carry_name = block.add(unit.name("carry on"), carry)
     previous = "$.scope.previous"
     last: State = carry
-    if rule.summary is not None:
-        steps = referenced_steps(template_strings(rule.summary))
-        summary = render_task(
-            rule.summary,
+    if summary is not None:
+        steps = referenced_steps(template_strings(summary))
+        render = render_task(
+            summary,
             context_parameters(steps, scope=True),
             step_id=unit.step_id,
             result_path="$.summary",
         )
-        summary["Comment"] = f"renders '{unit.step_id}''s summary, the next segment's previous"
-        summary["Catch"] = [caught_into(unit, ["States.ALL"], failure)]
-        last["Next"] = block.add(unit.name("summary"), summary)
-        last = summary
+        render["Comment"] = f"renders '{unit.step_id}''s summary, the next segment's previous"
+        render["Catch"] = [caught_into(unit, ["States.ALL"], failure)]
+        last["Next"] = block.add(unit.name("summary"), render)
+        last = render
         previous = "$.summary.value"
     carried: dict[str, Any] = {
         "loop": unit.step_id,
@@ -135,7 +145,7 @@ def hand_on(unit: Unit, step: LoopStep, failure: str) -> str:
             "meta.$": "$.scope.meta",
         },
     }
-    if step.timeout:
+    if deadline:
         carried["deadline.$"] = DEADLINE
     start: State = {
         "Type": "Task",

@@ -118,7 +118,13 @@ def loop_step(
         }
     )
     if rule is not None:
-        hand = hand_on(unit, step, failure)
+        hand = hand_on(
+            unit,
+            summary=rule.summary,
+            deadline=bool(step.timeout),
+            failure=failure,
+            why=f"'{unit.step_id}' ran {rule.after} iterations in this execution",
+        )
         if step.timeout:
             hand = _deadline_check(unit, step.timeout, hand, failure, role="before it goes on")
         choices.append(
@@ -130,7 +136,7 @@ def loop_step(
         )
         if resumes is not None:
             resumes[unit.step_id] = resume_state(
-                unit, rule, iteration.start, deadline=bool(step.timeout)
+                unit, rule.after, iteration.start, deadline=bool(step.timeout)
             )
     decide: State = {
         "Type": "Choice",

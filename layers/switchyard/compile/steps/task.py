@@ -87,6 +87,9 @@ def invocation(unit: Unit, body: Body, *, loop_retries: bool) -> State:
     parent_budget = getattr(parent, "budget", None)
     if parent_budget is not None:  # a map's or loop's budget, shared by its items or iterations
         payload["parent_budget"] = parent_budget.model_dump(mode="json", exclude_none=True)
+    segmented = in_segments(body)
+    if segmented:  # its budget is the parent's, shared by its segments (it is its own parent)
+        config.pop("budget", None)
     selector: dict[str, Any] = {
         "status": "completed",
         "output.$": "$.Payload.output",
@@ -96,6 +99,8 @@ def invocation(unit: Unit, body: Body, *, loop_retries: bool) -> State:
     }
     if unit.record_path == LOOP_RESULT:
         selector["loop_output.$"] = "$.Payload.loop_output"
+    if segmented:
+        selector["continued.$"] = "$.Payload.continued"
     state: State = {
         "Type": "Task",
         "Comment": _describe(unit, body),
@@ -110,9 +115,16 @@ def invocation(unit: Unit, body: Body, *, loop_retries: bool) -> State:
     return state
 
 
+def in_segments(body: Body) -> bool:
+    """An agent whose tool loop continues as new (compiled by steps/agent_segments.py)."""
+    return isinstance(body, AgentBody) and body.continue_as_new is not None
+
+
 def _describe(unit: Unit, body: Body) -> str:
     where = ""
-    if unit.record_path == ITEM_RESULT:
+    if in_segments(body):
+        where = ", once per segment of the run"
+    elif unit.record_path == ITEM_RESULT:
         where = ", once per item of the map"
     elif unit.record_path == LOOP_RESULT:
         where = ", once per iteration of the loop"
