@@ -36,6 +36,7 @@ steps:
     tools: [search]
     max_turns: MAX_TURNS
     continue_as_new: {after: 2}
+    budget: {max_cost_usd: STEP_LIMIT}
     prompt: "Research {{ inputs.topic }}"
   publish: {type: agent, after: [research], prompt: "publish {{ steps.research.output.text }}"}
 """
@@ -67,8 +68,11 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
         yield environment
 
 
-def _run(env: dict[str, str], tmp_path: Path, version: str, max_turns: int) -> dict[str, Any]:
+def _run(
+    env: dict[str, str], tmp_path: Path, version: str, max_turns: int, step_limit: str = "1.00"
+) -> dict[str, Any]:
     text = WORKFLOW.replace("VERSION", version).replace("MAX_TURNS", str(max_turns))
+    text = text.replace("STEP_LIMIT", step_limit)
     (tmp_path / "agent.yaml").write_text(text)
     (tmp_path / "script.yaml").write_text(SCRIPT)
     done = switchyard(
@@ -143,3 +147,17 @@ def test_an_agent_fails_once_its_turns_across_segments_reach_max_turns(
     assert "max_turns (7)" in shown["error"]["message"]
     assert [s["status"] for s in shown["segments"]] == ["continued", "continued", "failed"]
     assert shown["tokens"] == {"input": 7000, "output": 700}
+
+
+def test_the_agents_budget_is_shared_by_its_segments(env: dict[str, str], tmp_path: Path) -> None:
+    """Each segment's three calls cost $0.0045 (haiku: $1 and $5 a million tokens), under the
+    step's $0.008; all eight calls would cost $0.012. The third segment's first call is refused
+    by the step's one budget scope (`step:<run id>:research`, no segment in it): the segments
+    spend one budget. Each with a budget of its own, the run would have succeeded."""
+    shown = _run(env, tmp_path, "c", 20, step_limit="0.008")
+    assert shown["status"] == "failed", shown
+    run_id = shown["run_id"]
+    assert shown["error"]["type"] == "budget", shown["error"]
+    assert f"step:{run_id}:research's $0.008000" in shown["error"]["message"]
+    assert [s["status"] for s in shown["segments"]] == ["continued", "continued", "failed"]
+    assert shown["segments"][2]["cost_usd"] == 0
