@@ -27,8 +27,8 @@ from tests.scenarios.harness.moto_runner import create_machines, moto_step_funct
 from tests.scenarios.test_continue_as_new import Seen, _moto_end, _scenario, run_on_engine
 
 
-def _segments_on_moto(sfn: Any, arn: str, data: dict[str, Any]) -> list[str]:
-    execution = sfn.start_execution(stateMachineArn=arn, name="run-can", input=json.dumps(data))[
+def _segments_on_moto(sfn: Any, arn: str, data: dict[str, Any], name: str = "run-can") -> list[str]:
+    execution = sfn.start_execution(stateMachineArn=arn, name=name, input=json.dumps(data))[
         "executionArn"
     ]
     statuses = []
