@@ -78,6 +78,16 @@ def carried_from(previous: Any) -> Carried | None:
     return Carried(summary=str(previous.get("summary") or ""), turns=int(previous["turns"]))
 
 
+def is_summary(output: Any) -> bool:
+    """Whether a recorded output of an agent in segments is a segment's summary (a replay
+    reads the records, which keep the output, not `StepResult.continued`)."""
+    return (
+        isinstance(output, dict)
+        and set(output) == {"continued", "summary", "turns"}
+        and output["continued"] is True
+    )
+
+
 def first_message(prompt: str, carried: Carried | None) -> str:
     """The conversation's first message: the prompt, and in a continued segment the summary."""
     if carried is None:

@@ -78,7 +78,10 @@ def run_step(run: StepRunner, invocation: StepInvocation, context: Any) -> StepR
 
     try:
         services = step_services()
-        replayed = replayed_step(invocation.context, invocation.step_id, services.recorded)
+        segmented = bool(invocation.step.get("continue_as_new"))
+        replayed = replayed_step(
+            invocation.context, invocation.step_id, services.recorded, segmented=segmented
+        )
         return replayed if replayed is not None else run(invocation, services, context)
     except psycopg.OperationalError as exc:
         raise transient_database_error(exc, where=f"step {invocation.step_id}") from exc

@@ -11,6 +11,10 @@ its route, and a human gate's decision is sent back at once instead of waiting f
 step before the reset's step starts its child again, and every step of that child replays what
 the child the original started recorded (`RunContext.replays_child`, set by run_start).
 
+An agent in segments (`continue_as_new`) replays segment by segment: a segment's call whose
+record is the summary it handed on returns it marked `continued` again, so the reset run hands
+on where the run it resets did, and its last segment replays the answer.
+
 A step with no completed record to replay (it was skipped, it failed, or the records cannot be
 read: a function outside the VPC) runs, and its side effects still find their results under the
 replayed run's idempotency keys (`StepInvocation.idempotency_key`), so they do not happen twice.
@@ -31,6 +35,7 @@ from switchyard.contract import (
     StepResult,
     loop_output,
 )
+from switchyard.runtime.agent_segments import is_summary
 
 
 class RecordedResults(Protocol):
@@ -107,9 +112,14 @@ def recorded_for(
 
 
 def replayed_step(
-    context: StepContext, step_id: str, results: RecordedResults | None
+    context: StepContext,
+    step_id: str,
+    results: RecordedResults | None,
+    *,
+    segmented: bool = False,
 ) -> StepResult | None:
-    """The result a step function returns without running; None: it runs."""
+    """The result a step function returns without running; None: it runs. `segmented`: the
+    step is an agent with `continue_as_new`, whose recorded summary says it continued."""
     recorded = recorded_for(context, step_id, results)
     if recorded is None:
         return None
@@ -122,6 +132,7 @@ def replayed_step(
             loop_output(recorded.output, scope["iteration"]) if "iteration" in scope else None
         ),
         replayed_from=recorded.run_id,
+        continued=segmented and is_summary(recorded.output),
     )
 
 

@@ -6,6 +6,8 @@ whose output is the agent's answer and whose cost is the segments' together."""
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -15,6 +17,8 @@ import psycopg
 import pytest
 
 from tests.cli import cli_environment, switchyard
+
+REPO = Path(__file__).resolve().parents[3]
 
 WORKFLOW = """\
 switchyard: 1
@@ -64,7 +68,10 @@ def search(q: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    with cli_environment(tmp_path_factory.mktemp("home")) as environment:
+    # The engine the CLI starts imports the tool from the repository's root, which a console
+    # script does not put on sys.path by itself.
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    with cli_environment(tmp_path_factory.mktemp("home"), PYTHONPATH=path) as environment:
         yield environment
 
 
@@ -95,6 +102,16 @@ def _segment_outputs(env: dict[str, str], run_id: str) -> list[tuple[str, Any]]:
             (run_id, run_id),
         ).fetchall()
     return [(f"{name}{item}", output) for name, item, output in rows]
+
+
+def _ended(env: dict[str, str], run_id: str) -> dict[str, Any]:
+    """`runs show --json` of the run once it has ended."""
+    deadline = time.monotonic() + 60
+    while True:
+        data: dict[str, Any] = json.loads(switchyard(env, "runs", "show", run_id, "--json").stdout)
+        if data["status"] not in ("running", "continued") or time.monotonic() > deadline:
+            return data
+        time.sleep(0.2)
 
 
 def _ledger(env: dict[str, str], run_id: str) -> Decimal:
@@ -135,6 +152,17 @@ def test_an_agent_goes_on_in_segments_and_is_one_run(env: dict[str, str], tmp_pa
     ]
     text = switchyard(env, "runs", "show", run_id).stdout
     assert "3 segments (the run continued as new)" in text
+
+    # A reset to publish replays the agent segment by segment, at no cost, and runs publish.
+    done = switchyard(env, "runs", "reset", run_id, "--to", "publish", "--json")
+    assert done.returncode == 0, done.stderr
+    again = json.loads(done.stdout)
+    assert (again["reused"], again["fresh"]) == (["research"], ["publish"])
+    replayed = _ended(env, again["run_id"])
+    assert replayed["status"] == "succeeded", replayed
+    assert replayed["steps"]["research"]["output"] == {"text": "anvils are heavy"}
+    assert replayed["steps"]["research"]["cost_usd"] == 0
+    assert [s["status"] for s in replayed["segments"]] == ["continued", "continued", "succeeded"]
 
 
 def test_an_agent_fails_once_its_turns_across_segments_reach_max_turns(

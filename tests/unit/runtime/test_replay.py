@@ -110,6 +110,36 @@ def test_a_loop_iteration_replays_its_own_record_with_its_iterations(
     assert result.loop_output == {"seen": 2, "iterations": 2}
 
 
+def test_an_agent_in_segments_replays_its_summary_as_continued(
+    pg_pool: ConnectionPool,  # noqa: F811
+) -> None:
+    """A segment's record is the summary it handed on: replayed, it hands on again (else the
+    reset run would take the summary for the agent's answer)."""
+    original = _recorded_run(pg_pool)
+    results = RunRecordResults(pg_pool)
+    summary = {"continued": True, "summary": "half done", "turns": 3}
+    with pg_pool.connection() as conn:
+        row = conn.execute(
+            "SELECT execution_id FROM workflow_runs WHERE run_id = %s", (original,)
+        ).fetchone()
+        assert row is not None
+        run = RunRef(int(row[0]), f"arn:aws:states:us-east-1:1:execution:m:{original}")
+        records = RunRecords(conn)
+        for iteration, output in ((1, summary), (2, {"text": "done"})):
+            call = _step_call("research", {"iteration": iteration})
+            records.scheduled(run, call)
+            records.task_result(run, call, True, {"Payload": {"output": output, "attempts": 1}})
+    step = {"type": "agent", "continue_as_new": {"after": 2}}
+    for iteration, continued in ((1, True), (2, False)):
+        inv = invocation("research", step, scope={"iteration": iteration})
+        context = _in_reset(inv, original, reuse=("research",))
+        result = replayed_step(context, "research", results, segmented=True)
+        assert result is not None and result.continued is continued
+    first = _in_reset(invocation("research", step, scope={"iteration": 1}), original, ("research",))
+    plain = replayed_step(first, "research", results)  # not an agent in segments
+    assert plain is not None and plain.continued is False
+
+
 def test_steps_without_a_completed_record_or_outside_the_replay_run(
     pg_pool: ConnectionPool,  # noqa: F811
 ) -> None:
