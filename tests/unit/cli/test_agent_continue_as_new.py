@@ -105,11 +105,13 @@ def _segment_outputs(env: dict[str, str], run_id: str) -> list[tuple[str, Any]]:
 
 
 def _ended(env: dict[str, str], run_id: str) -> dict[str, Any]:
-    """`runs show --json` of the run once it has ended."""
+    """`runs show --json` of the run once it and each of its segments have ended (the run
+    records of the last segment may still be catching up when `run` returns)."""
     deadline = time.monotonic() + 60
     while True:
         data: dict[str, Any] = json.loads(switchyard(env, "runs", "show", run_id, "--json").stdout)
-        if data["status"] not in ("running", "continued") or time.monotonic() > deadline:
+        statuses = {data["status"], *(s["status"] for s in data.get("segments", []))}
+        if not statuses & {"running", "waiting"} or time.monotonic() > deadline:
             return data
         time.sleep(0.2)
 
@@ -124,7 +126,7 @@ def _ledger(env: dict[str, str], run_id: str) -> Decimal:
 
 
 def test_an_agent_goes_on_in_segments_and_is_one_run(env: dict[str, str], tmp_path: Path) -> None:
-    shown = _run(env, tmp_path, "a", 20)
+    shown = _ended(env, _run(env, tmp_path, "a", 20)["run_id"])
     assert shown["status"] == "succeeded", shown
     run_id = shown["run_id"]
     # downstream sees the agent's answer, not a segment's summary
@@ -170,7 +172,7 @@ def test_an_agent_fails_once_its_turns_across_segments_reach_max_turns(
 ) -> None:
     """With max_turns 7 the third segment (from turn 6) has one turn left, which calls a tool:
     the agent fails as any agent past its max_turns, in the third segment."""
-    shown = _run(env, tmp_path, "b", 7)
+    shown = _ended(env, _run(env, tmp_path, "b", 7)["run_id"])
     assert shown["status"] == "failed", shown
     assert "max_turns (7)" in shown["error"]["message"]
     assert [s["status"] for s in shown["segments"]] == ["continued", "continued", "failed"]
@@ -182,7 +184,7 @@ def test_the_agents_budget_is_shared_by_its_segments(env: dict[str, str], tmp_pa
     step's $0.008; all eight calls would cost $0.012. The third segment's first call is refused
     by the step's one budget scope (`step:<run id>:research`, no segment in it): the segments
     spend one budget. Each with a budget of its own, the run would have succeeded."""
-    shown = _run(env, tmp_path, "c", 20, step_limit="0.008")
+    shown = _ended(env, _run(env, tmp_path, "c", 20, step_limit="0.008")["run_id"])
     assert shown["status"] == "failed", shown
     run_id = shown["run_id"]
     assert shown["error"]["type"] == "budget", shown["error"]
