@@ -21,6 +21,7 @@ from switchyard.dashboard.runs import iso, run_row
 from switchyard.model.durations import parse_duration
 from switchyard.records.reports import RunReports, TimelineEvent
 from switchyard.records.segments import logical_run
+from switchyard.records.step_status import items_status
 from switchyard.records.store import RunStore
 from switchyard.runtime.large_outputs import OutputNotFoundError, OutputStore
 
@@ -59,10 +60,11 @@ def _usd(value: Any) -> float:
 
 
 def _step(rows: list[dict[str, Any]], children: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    main = next((r for r in rows if r["item"] == ""), rows[0])
+    own = next((r for r in rows if r["item"] == ""), None)
+    main = own or rows[0]
     items = [r for r in rows if r["item"] != ""]
     return {
-        "status": main["status"],
+        "status": own["status"] if own else items_status(r["status"] for r in items),
         "attempts": max(int(r["attempts"]) for r in rows),
         "model": next((r["model"] for r in rows if r["model"]), None),
         "provider": next((r["provider"] for r in rows if r["provider"]), None),
@@ -74,9 +76,9 @@ def _step(rows: list[dict[str, Any]], children: dict[str, list[dict[str, Any]]])
         },
         "started_at": iso(min((r["started_at"] for r in rows if r["started_at"]), default=None)),
         "ended_at": iso(main["ended_at"]),
-        "error": main["error"],
-        "output": main["output_inline"],
-        "output_bytes": main["output_bytes"],
+        "error": own["error"] if own else next((r["error"] for r in items if r["error"]), None),
+        "output": own["output_inline"] if own else None,
+        "output_bytes": own["output_bytes"] if own else None,
         "items": {
             "total": len(items),
             "completed": sum(1 for r in items if r["status"] == "completed"),

@@ -15,6 +15,7 @@ import psycopg
 from switchyard.gates.model import Gate
 from switchyard.gates.store import GateStore
 from switchyard.records.segments import logical_run, newest_segment, segment_fields
+from switchyard.records.step_status import items_status
 from switchyard.records.store import RunStore
 
 RUN_STATUSES = (
@@ -77,7 +78,25 @@ def find_run(conn: psycopg.Connection[Any], run_id: str) -> tuple[int, str]:
 def run_view(conn: psycopg.Connection[Any], execution_id: int) -> RunView:
     """The run as people see it. A run that continued as new is shown whole, whichever segment
     `execution_id` is: its id the first segment's, its status, output and open gates the last
-    one's, its spend and steps all segments' together, and `segments` listing them."""
+    one's, its spend and steps all segments' together, and `segments` listing them.
+
+    Read from one snapshot when `conn` is in autocommit (a command following a run): its
+    several statements would otherwise each see a later moment, and a run that ended between
+    two of them would show as failed with its last segment still running. The gates' links are
+    made after it (making one may write the signing key)."""
+    if not conn.autocommit:
+        view = _run_view(conn, execution_id)
+    else:
+        with conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            view = _run_view(conn, execution_id)
+    links = approve_urls(conn, view.gates)
+    for waiting in view.data["waiting_for"]:
+        waiting["approve_url"] = links.get(waiting["gate_id"])
+    return view
+
+
+def _run_view(conn: psycopg.Connection[Any], execution_id: int) -> RunView:
     runs = RunStore(conn)
     run = runs.run(execution_id)
     if run is None:
@@ -94,6 +113,7 @@ def run_view(conn: psycopg.Connection[Any], execution_id: int) -> RunView:
         execution_id = executions[-1]
     gates = GateStore.on(conn).open_of_execution(run.arn)
     steps: dict[str, dict[str, Any]] = {}
+    recorded: set[str] = set()
     for task in runs.tasks_of(executions):
         step = steps.setdefault(
             task.step_id,
@@ -114,6 +134,10 @@ def run_view(conn: psycopg.Connection[Any], execution_id: int) -> RunView:
         step["attempts"] = max(step["attempts"], int(task.attempts))
         if task.item == "":
             step.update(status=task.status, output=task.output, error=task.error)
+            recorded.add(task.step_id)
+        elif task.step_id not in recorded:  # only items so far: the step is as its items are
+            step["status"] = items_status((step["status"], task.status))
+            step["error"] = step["error"] or task.error
             step["started_at"] = step["started_at"] or _time(task.started_at)
             step["ended_at"] = _time(task.ended_at)
         if task.replayed_from:  # the step, or its map items or loop iterations
@@ -122,7 +146,6 @@ def run_view(conn: psycopg.Connection[Any], execution_id: int) -> RunView:
             step["model"] = task.model
         if task.provider:
             step["provider"] = task.provider
-    links = approve_urls(conn, gates)
     cost, tokens_in, tokens_out = run.cost_usd, run.input_tokens, run.output_tokens
     if len(executions) > 1 and logical is not None:
         cost, tokens_in = logical.cost_usd, logical.input_tokens
@@ -144,7 +167,7 @@ def run_view(conn: psycopg.Connection[Any], execution_id: int) -> RunView:
                 "assignee": gate.assignee,
                 "message": gate.message,
                 "gate_id": gate.id,
-                "approve_url": links.get(gate.id),
+                "approve_url": None,  # `run_view` makes the links
             }
             for gate in gates
         ],

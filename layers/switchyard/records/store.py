@@ -117,8 +117,12 @@ FINISHED_SQL = """
 UPDATE workflow_runs SET status = %(status)s, output = %(output)s::jsonb, ended_at = %(ended)s,
        error = CASE WHEN %(error)s::jsonb IS NULL THEN NULL ELSE %(error)s::jsonb
            || jsonb_build_object('step', (SELECT step_id FROM task_runs
-                                           WHERE execution_id = %(id)s AND status = 'failed'
-                                           ORDER BY ended_at DESC NULLS LAST, updated_at DESC
+                                           WHERE execution_id = %(id)s
+                                             AND (status = 'failed' OR %(status)s = 'failed'
+                                                  AND status IN ('running', 'waiting'))
+                                           ORDER BY status = 'failed' DESC,
+                                                    ended_at DESC NULLS LAST,
+                                                    started_at DESC NULLS LAST, updated_at DESC
                                            LIMIT 1)) END,
        updated_at = now(), version = version + 1
  WHERE execution_id = %(id)s
@@ -156,10 +160,16 @@ UPDATE task_runs SET replayed_from = %s, updated_at = now(), version = version +
  WHERE execution_id = %s AND step_id = %s AND item = %s
 """
 UNFINISHED_STEPS_SQL = """
-UPDATE task_runs SET status = 'failed', error = %s::jsonb, ended_at = COALESCE(%s, now()),
-       updated_at = now(), version = version + 1
- WHERE execution_id = %s AND status IN ('running', 'waiting')
+UPDATE task_runs t SET status = 'failed',
+       error = CASE WHEN t.step_id = r.error ->> 'step' THEN r.error - 'step' ELSE %s::jsonb END,
+       ended_at = COALESCE(%s, now()), updated_at = now(), version = t.version + 1
+  FROM workflow_runs r
+ WHERE t.execution_id = %s AND r.execution_id = t.execution_id
+   AND t.status IN ('running', 'waiting')
 """
+"""A run that ended badly closes the steps it leaves running or waiting: the one it failed at
+(its error names it: a step whose failure ended the run before its record was written, as a
+budget refusal with `on_exceeded: fail`) with the run's error, the others as cut short."""
 
 # --- reads -----------------------------------------------------------------------------------
 

@@ -189,5 +189,9 @@ def test_the_agents_budget_is_shared_by_its_segments(env: dict[str, str], tmp_pa
     run_id = shown["run_id"]
     assert shown["error"]["type"] == "budget", shown["error"]
     assert f"step:{run_id}:research's $0.008000" in shown["error"]["message"]
+    # The run failed inside the agent before its record was written: the step shows the failure.
+    assert shown["error"]["step"] == "research"
+    research = shown["steps"]["research"]
+    assert (research["status"], research["error"]["type"]) == ("failed", "budget"), research
     assert [s["status"] for s in shown["segments"]] == ["continued", "continued", "failed"]
     assert shown["segments"][2]["cost_usd"] == 0

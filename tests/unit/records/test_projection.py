@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from switchyard.contract import CONTINUE_KEY
-from switchyard.records import RunRecords, RunRef, RunStart
+from switchyard.records import RunEnd, RunRecords, RunRef, RunStart, TaskCall
 from tests.pg import pg_conninfo  # noqa: F401  (a pytest fixture)
 
 ARN = "arn:aws:states:us-east-1:1:execution:m:r"
@@ -108,3 +108,22 @@ def test_a_continued_segment_leaves_its_earlier_segments_records_where_they_are(
         "SELECT step_id FROM task_runs WHERE execution_id = %s", (second.execution_id,)
     ).fetchall()
     assert rows == [("x",)]
+
+
+def test_a_run_that_failed_inside_a_step_names_it_and_fails_it_with_its_error(run: Run) -> None:
+    """A budget refusal with `on_exceeded: fail` ends the run before the step's record is
+    written: the run's error names the step it was in, and that step (not the others cut
+    short) is closed with the run's error."""
+    records = RunRecords(run.conn)
+    for step_id, at in (("draft", EARLY), ("research", LATE)):
+        call = TaskCall("lambda", "agent_step", {"Payload": {"step_id": step_id}})
+        records.scheduled(run.ref, call, at=at)
+    end = RunEnd("FAILED", error="budget", cause="step research cannot pay for a useful answer")
+    records.finished(run.ref, end, at=LATE)
+    rows = run.rows()
+    error = run.conn.execute(
+        "SELECT error FROM workflow_runs WHERE execution_id = %s", (run.ref.execution_id,)
+    ).fetchone()
+    assert error is not None and error[0]["step"] == "research"
+    assert rows["research"][:3] == ("failed", None, {"type": "budget", "message": end.cause})
+    assert rows["draft"][2]["message"] == "the run failed before this step finished"
