@@ -32,7 +32,7 @@ DECISION = {"decision": "approved", "reviewer": "lead", "note": None, "edits": {
             "decided_at": "2026-12-01T10:00:00Z", "tier": 0}  # fmt: skip
 
 
-def _recorded_run(pool: ConnectionPool) -> str:
+def recorded_run(pool: ConnectionPool) -> str:
     """A run whose triage completed, whose draft failed, whose loop `poll` ran two iterations
     and whose gate `approve` was approved: its run id."""
     name = f"orig-{uuid.uuid4().hex[:8]}"
@@ -91,7 +91,7 @@ def _gate(kind: GateKind, context: StepContext) -> GateRequest:
 def test_a_step_before_the_reset_step_returns_its_recorded_output_at_no_cost(
     pg_pool: ConnectionPool,  # noqa: F811
 ) -> None:
-    original = _recorded_run(pg_pool)
+    original = recorded_run(pg_pool)
     context = _in_reset(invocation("triage", {"type": "agent"}), original)
     result = replayed_step(context, "triage", RunRecordResults(pg_pool))
     assert result is not None
@@ -102,7 +102,7 @@ def test_a_step_before_the_reset_step_returns_its_recorded_output_at_no_cost(
 def test_a_loop_iteration_replays_its_own_record_with_its_iterations(
     pg_pool: ConnectionPool,  # noqa: F811
 ) -> None:
-    original = _recorded_run(pg_pool)
+    original = recorded_run(pg_pool)
     context = _in_reset(invocation("poll", {"type": "tool"}, scope={"iteration": 2}), original)
     result = replayed_step(context, "poll", RunRecordResults(pg_pool))
     assert result is not None
@@ -115,7 +115,7 @@ def test_an_agent_in_segments_replays_its_summary_as_continued(
 ) -> None:
     """A segment's record is the summary it handed on: replayed, it hands on again (else the
     reset run would take the summary for the agent's answer)."""
-    original = _recorded_run(pg_pool)
+    original = recorded_run(pg_pool)
     results = RunRecordResults(pg_pool)
     summary = {"continued": True, "summary": "half done", "turns": 3}
     with pg_pool.connection() as conn:
@@ -143,7 +143,7 @@ def test_an_agent_in_segments_replays_its_summary_as_continued(
 def test_steps_without_a_completed_record_or_outside_the_replay_run(
     pg_pool: ConnectionPool,  # noqa: F811
 ) -> None:
-    original = _recorded_run(pg_pool)
+    original = recorded_run(pg_pool)
     results = RunRecordResults(pg_pool)
     failed = _in_reset(invocation("draft", {"type": "agent"}), original)
     assert replayed_step(failed, "draft", results) is None  # it failed: it runs again
@@ -159,7 +159,7 @@ def test_steps_without_a_completed_record_or_outside_the_replay_run(
 def test_an_approval_gate_replays_its_decision_and_a_failure_gate_opens(
     pg_pool: ConnectionPool,  # noqa: F811
 ) -> None:
-    original = _recorded_run(pg_pool)
+    original = recorded_run(pg_pool)
     results = RunRecordResults(pg_pool)
     context = _in_reset(invocation("approve", {"type": "human_gate"}), original, ("approve",))
     recorded = replayed_gate(_gate(GateKind.APPROVAL, context), results)
@@ -171,7 +171,7 @@ def test_an_approval_gate_replays_its_decision_and_a_failure_gate_opens(
 def test_the_records_say_which_run_a_step_replayed(
     pg_pool: ConnectionPool,  # noqa: F811
 ) -> None:
-    original = _recorded_run(pg_pool)
+    original = recorded_run(pg_pool)
     with pg_pool.connection() as conn:
         arn = f"arn:aws:states:us-east-1:1:execution:m:{original}-reset"
         row = conn.execute(
