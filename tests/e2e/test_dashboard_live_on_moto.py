@@ -1,4 +1,4 @@
-"""The dashboard of a deployed run, live, on moto: `functions/dashboard_api/handler.py` (the real
+"""The dashboard of deployed runs, live, on moto: `functions/dashboard_api/handler.py` (the real
 function, given the HTTP API's events with the JWT authorizer's claims) polled while moto's Step
 Functions runs the compiled machine, whose steps take a second or so each.
 
@@ -21,6 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,10 +144,11 @@ class LiveRun:
     """Seconds each read of the run took (the catch-up included)."""
 
 
-@pytest.fixture(scope="module")
-def live_run() -> Iterator[LiveRun]:
+@contextmanager
+def deployed_dashboard(steps: ScriptedFunctions) -> Iterator[tuple[Any, str]]:
+    """moto's Step Functions running `steps`, and the dashboard function's environment over a
+    fresh run database: (the stepfunctions client, the database)."""
     logging.getLogger("moto").setLevel(logging.CRITICAL)
-    run_id = "live-1"
     with (
         pytest.MonkeyPatch.context() as env,
         fresh_database() as conninfo,
@@ -157,21 +159,28 @@ def live_run() -> Iterator[LiveRun]:
         env.setenv(DATABASE_URL_ENV, conninfo)
         env.setenv(OUTPUT_BUCKET_ENV, BUCKET)
         env.setenv("POWERTOOLS_METRICS_DISABLED", "true")
-        steps = TimedSteps(SCRIPT)
         with moto_step_functions(steps) as sfn:
             s3 = boto3.client("s3", region_name=REGION)
             s3.create_bucket(Bucket=BUCKET)
-            steps.store = S3OutputStore(BUCKET, client=s3)
+            if isinstance(steps, TimedSteps):
+                steps.store = S3OutputStore(BUCKET, client=s3)
             wiring.database_pool.cache_clear()
             handler_module("dashboard_api")._adapter.cache_clear()
             try:
-                yield _follow(sfn, steps, conninfo, run_id)
+                yield sfn, conninfo
             finally:
                 pool = wiring.database_pool()
                 handler_module("dashboard_api")._adapter.cache_clear()
                 wiring.database_pool.cache_clear()
                 if pool is not None:
                     pool.close()
+
+
+@pytest.fixture(scope="module")
+def live_run() -> Iterator[LiveRun]:
+    steps = TimedSteps(SCRIPT)
+    with deployed_dashboard(steps) as (sfn, conninfo):
+        yield _follow(sfn, steps, conninfo, "live-1")
 
 
 def _follow(sfn: Any, steps: TimedSteps, conninfo: str, run_id: str) -> LiveRun:
@@ -376,3 +385,36 @@ def test_a_throttled_read_or_a_long_history_serves_the_records_as_they_are() -> 
         assert caught_up.error is None and caught_up.events > 0
         assert read_records(conninfo).runs["slow-1"]["status"] == "failed"  # no publish script
         assert CatchUp(pool, Recorder(pool, sfn), _Throttled(sfn)).run("slow-1") == []  # it ended
+
+
+GATED = """
+switchyard: 1
+name: live-gated
+version: 1
+defaults: {model: claude-haiku-4-5}
+steps:
+  research: {type: agent, prompt: "Research owls"}
+  approve: {type: human_gate, after: [research], assignee: lead, message: "Publish?"}
+"""
+
+
+@pytest.mark.slow
+def test_the_runs_list_catches_up_open_runs_without_opening_their_pages() -> None:
+    """A deployed run waiting at its gate, of which the recorder heard only the start: the runs
+    list itself shows it `waiting` with the cost of the step before the gate."""
+    steps = ScriptedFunctions({"research": [{"text": "owls hoot", "cost_usd": 0.0011}]})
+    with deployed_dashboard(steps) as (sfn, _):
+        result = validate_document(load_document(GATED, file="live-gated.yaml"))
+        assert result.workflow is not None
+        arn = create_machines(sfn, [], result.workflow)
+        execution = sfn.start_execution(stateMachineArn=arn, name="gated-1")["executionArn"]
+        record_status(sfn, history_started(sfn, execution), "RUNNING")
+        deadline = time.monotonic() + 20
+        while not steps.gates:
+            assert time.monotonic() < deadline, "the gate did not open"
+            time.sleep(0.05)
+        status, body, _ = call("/api/dashboard/runs")
+    assert status == 200, body
+    [row] = [r for r in json.loads(body)["runs"] if r["run_id"] == "gated-1"]
+    assert row["status"] == "waiting", row
+    assert row["cost_usd"] == pytest.approx(0.0011)

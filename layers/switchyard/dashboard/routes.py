@@ -29,6 +29,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("switchyard.dashboard")
 
 PREFIX = "/api/dashboard"
+OPEN_STATUSES = ("running", "waiting", "paused")
 TOKEN_COOKIE = "switchyard_token"
 REVIEWER_HEADER = "X-Switchyard-User"
 HEARTBEAT_SECONDS = 15.0
@@ -81,6 +83,25 @@ Guard = Callable[..., None]
 """A FastAPI dependency every data route runs first: raises to refuse the request."""
 CatchUpRun = Callable[[str], object]
 """Brings a run's records up to date before it is read, given the run id; never raises."""
+LIST_CATCH_UP = 20
+"""The most open runs of a runs page caught up before it is served (the newest first)."""
+CATCH_UP_THREADS = 8
+"""How many of them are caught up at once: each is a probe of one execution's newest event."""
+
+
+def caught_up(page: Callable[[], dict[str, Any]], catch_up: CatchUpRun) -> dict[str, Any]:
+    """A runs page whose open runs (at most `LIST_CATCH_UP`) have been caught up, read again
+    when there were any. On AWS the recorder hears only of runs' starts and ends: without this,
+    a deployed run would show `running` and its first cost in the list until its page were
+    opened. Each run's history is still read at most once per interval however many lists and
+    pages poll (`switchyard.records.catch_up`)."""
+    first = page()
+    open_runs = [row["run_id"] for row in first["runs"] if row["status"] in OPEN_STATUSES]
+    if not open_runs:
+        return first
+    with ThreadPoolExecutor(max_workers=CATCH_UP_THREADS) as threads:
+        list(threads.map(catch_up, open_runs[:LIST_CATCH_UP]))
+    return page()
 
 
 def header_reviewer(request: Request) -> str | None:
@@ -230,7 +251,8 @@ def data_router(
                 cursor=cursor or None,
                 limit=limit,
             )
-            return read(lambda conn: runs_page(conn, filters, stuck=stuck))()
+            page = read(lambda conn: runs_page(conn, filters, stuck=stuck))
+            return caught_up(page, catch_up) if catch_up is not None else page()
 
         return await _answer(query)
 
