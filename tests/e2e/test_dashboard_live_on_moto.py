@@ -418,3 +418,47 @@ def test_the_runs_list_catches_up_open_runs_without_opening_their_pages() -> Non
     [row] = [r for r in json.loads(body)["runs"] if r["run_id"] == "gated-1"]
     assert row["status"] == "waiting", row
     assert row["cost_usd"] == pytest.approx(0.0011)
+
+
+PARENT = """
+switchyard: 1
+name: live-parent
+version: 1
+steps:
+  review: {type: sub_workflow, workflow: live-gated@1}
+"""
+
+
+@pytest.mark.slow
+def test_a_parent_page_catches_up_its_open_child_runs() -> None:
+    """A deployed parent whose child waits at a gate, both recorded only at their start: the
+    parent's page shows the child `waiting`, as the child's own page would."""
+    slow = {"research": [{"text": "owls hoot", "cost_usd": 0.0011, "sleep": 1.0}]}
+    steps = ScriptedFunctions(slow)  # the child's start is recorded before its gate opens
+    with deployed_dashboard(steps) as (sfn, _):
+        child = validate_document(load_document(GATED, file="live-gated.yaml")).workflow
+        parent = validate_document(load_document(PARENT, file="live-parent.yaml")).workflow
+        assert child is not None and parent is not None
+        arn = create_machines(sfn, [child], parent)
+        children = arn.replace("live-parent", "live-gated")
+
+        def started() -> list[dict[str, Any]]:  # moto keeps other tests' executions
+            found = sfn.list_executions(stateMachineArn=children)["executions"]
+            return [e for e in found if e["name"] not in earlier]
+
+        earlier = {e["name"] for e in sfn.list_executions(stateMachineArn=children)["executions"]}
+        execution = sfn.start_execution(stateMachineArn=arn, name="parent-1")["executionArn"]
+        record_status(sfn, history_started(sfn, execution), "RUNNING")
+        deadline = time.monotonic() + 20
+        while not started():
+            assert time.monotonic() < deadline, "the child did not start"
+            time.sleep(0.02)
+        [child_run] = started()
+        record_status(sfn, history_started(sfn, child_run["executionArn"]), "RUNNING")
+        while not steps.gates:
+            assert time.monotonic() < deadline, "the child's gate did not open"
+            time.sleep(0.05)
+        status, body, _ = call("/api/dashboard/runs/parent-1")
+    assert status == 200, body
+    [shown] = json.loads(body)["steps"]["review"]["children"]
+    assert shown == {"run_id": child_run["name"], "status": "waiting"}

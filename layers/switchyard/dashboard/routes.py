@@ -97,11 +97,32 @@ def caught_up(page: Callable[[], dict[str, Any]], catch_up: CatchUpRun) -> dict[
     pages poll (`switchyard.records.catch_up`)."""
     first = page()
     open_runs = [row["run_id"] for row in first["runs"] if row["status"] in OPEN_STATUSES]
-    if not open_runs:
-        return first
+    return page() if _catch_up_all(open_runs, catch_up) else first
+
+
+def caught_up_run(
+    run_id: str, read: Callable[[], dict[str, Any]], catch_up: CatchUpRun
+) -> dict[str, Any]:
+    """A run page caught up, and its open child runs (a `sub_workflow` step's) too, as the runs
+    list is: their status badges on the parent's page are as fresh as their own pages."""
+    catch_up(run_id)
+    first = read()
+    children = [
+        child["run_id"]
+        for step in first["steps"].values()
+        for child in step.get("children") or []
+        if child["status"] in OPEN_STATUSES
+    ]
+    return read() if _catch_up_all(children, catch_up) else first
+
+
+def _catch_up_all(run_ids: list[str], catch_up: CatchUpRun) -> bool:
+    """Catch up at most `LIST_CATCH_UP` runs, `CATCH_UP_THREADS` at a time; False: none."""
+    if not run_ids:
+        return False
     with ThreadPoolExecutor(max_workers=CATCH_UP_THREADS) as threads:
-        list(threads.map(catch_up, open_runs[:LIST_CATCH_UP]))
-    return page()
+        list(threads.map(catch_up, run_ids[:LIST_CATCH_UP]))
+    return True
 
 
 def header_reviewer(request: Request) -> str | None:
@@ -259,9 +280,8 @@ def data_router(
     @router.get("/runs/{run_id}", openapi_extra=PUBLIC)
     async def get_run(run_id: str) -> Response:
         def query() -> dict[str, Any]:
-            if catch_up is not None:
-                catch_up(run_id)
-            return read(lambda conn: detail.run_detail(conn, run_id))()
+            page = read(lambda conn: detail.run_detail(conn, run_id))
+            return caught_up_run(run_id, page, catch_up) if catch_up is not None else page()
 
         return await _answer(query)
 

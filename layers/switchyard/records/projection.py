@@ -20,6 +20,7 @@ get run records; other state machines are plain Step Functions executions.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,7 +29,7 @@ from typing import Any, Literal
 
 import psycopg
 
-from switchyard.contract import continued_to, error_type_of
+from switchyard.contract import PARENT_LINK_KEY, continued_to, error_type_of
 from switchyard.contract.errors import read_cause, read_spend
 from switchyard.gates.store import GateStore
 from switchyard.records.jsonb import json_text
@@ -197,6 +198,9 @@ class RunRecords:
         opened for a step that failed leaves its record `failed`, whether the failure was
         written before the gate was scheduled (Step Functions' order) or with it (the engine
         writes a transition's tasks before its results)."""
+        if call.kind == "child":
+            self._child_scheduled(run, call, at=at)
+            return
         payload = call.payload
         if payload is None or "step_id" not in payload:
             return
@@ -216,6 +220,24 @@ class RunRecords:
              "status": step_status, "attempts": attempts, "at": at,
              "input": _json((payload.get("context") or {}).get("inputs")),
              "after_failure": call.kind == "callback" and payload.get("kind") in _AFTER_FAILURE},
+        )  # fmt: skip
+
+    def _child_scheduled(self, run: RunRef, call: TaskCall, *, at: datetime | None) -> None:
+        """A `sub_workflow` step started its child: its record is `running` (so its page lists
+        the child while it runs). A map's or loop's child is counted by its items instead."""
+        parameters = call.parameters if isinstance(call.parameters, dict) else {}
+        given = parameters.get("Input")
+        if isinstance(given, str):
+            try:
+                given = json.loads(given)
+            except ValueError:
+                return
+        link = given.get(PARENT_LINK_KEY) if isinstance(given, dict) else None
+        if not isinstance(link, dict) or link.get("item") or not isinstance(link.get("step"), str):
+            return
+        self._store.scheduled(
+            {"id": run.execution_id, "step": link["step"], "item": "", "status": "running",
+             "attempts": 1, "at": at, "input": None, "after_failure": False},
         )  # fmt: skip
 
     def task_result(
