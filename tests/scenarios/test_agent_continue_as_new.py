@@ -6,7 +6,6 @@ answer. Both interpreters agree."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,18 +13,14 @@ from typing import Any
 
 from switchyard.contract import StepInvocation, continued_to
 from switchyard.contract.step_errors import StepError
-from switchyard.engine.commands import StartExecution
-from switchyard.local.stack import local_engine
 from switchyard.runtime import StepServices, run_agent_step
 from switchyard.runtime.agent_segments import SUMMARY_REQUEST
 from switchyard.runtime.models_catalog import ModelCatalog
 from switchyard.source import load_document
 from switchyard.validate import validate_document
-from tests.scenarios.harness.engine_runner import install, scripted_registry
-from tests.scenarios.harness.moto_runner import create_machines, moto_step_functions
 from tests.scenarios.harness.scenario import Scenario
 from tests.scenarios.harness.scripted import ScriptedFunctions
-from tests.scenarios.test_continue_as_new import _moto_end
+from tests.scenarios.test_continue_as_new import chain_on_engine, chain_on_moto
 from tests.unit.runtime.providers.fake_api import FakeClaude, message, ok, text_message
 
 WORKFLOW = """
@@ -119,43 +114,12 @@ def _scenario() -> Scenario:
 
 def run_on_moto(scenario: Scenario) -> Segments:
     functions = RealAgent(scenario.script)
-    statuses, outputs, names = [], [], []
-    with moto_step_functions(functions) as sfn:
-        arn = create_machines(sfn, [], scenario.workflow)
-        execution = sfn.start_execution(
-            stateMachineArn=arn, name="run-agent", input=json.dumps(scenario.input)
-        )["executionArn"]
-        while execution:
-            described = _moto_end(sfn, execution)
-            output = json.loads(described["output"]) if described.get("output") else None
-            statuses.append(described["status"])
-            outputs.append(output)
-            names.append(described["name"])
-            handed = continued_to(output)
-            execution = handed["execution_arn"] if handed else ""
-    return Segments(statuses, outputs, names, functions)
+    return Segments(*chain_on_moto(functions, scenario, "run-agent"), functions)
 
 
 def run_on_engine(conninfo: str, scenario: Scenario) -> Segments:
     functions = RealAgent(scenario.script)
-    engine = local_engine(conninfo, registry=scripted_registry(functions))
-    engine.start()
-    statuses, outputs, names = [], [], []
-    try:
-        arn = install(engine, scenario, "agent")
-        execution = engine.submit(StartExecution(arn, "run-agent", scenario.input))["executionArn"]
-        while execution:
-            statuses.append(engine.wait(execution, timeout=60))
-            with engine.read() as store:
-                row = store.execution_row(arn=execution)
-            assert row is not None
-            outputs.append(row.output)
-            names.append(row.name)
-            handed = continued_to(row.output)
-            execution = handed["execution_arn"] if handed else ""
-    finally:
-        engine.close()
-    return Segments(statuses, outputs, names, functions)
+    return Segments(*chain_on_engine(conninfo, functions, scenario, "run-agent"), functions)
 
 
 def _check(segments: Segments) -> None:

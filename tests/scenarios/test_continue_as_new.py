@@ -101,13 +101,17 @@ def _functions(scenario: Scenario) -> Seen:
     return Seen(scenario.script)
 
 
-def run_on_moto(scenario: Scenario) -> Segments:
-    functions = _functions(scenario)
+Chain = tuple[list[str], list[Any], list[str]]
+"""The segments of a run, in order: their statuses, outputs and execution names."""
+
+
+def chain_on_moto(functions: ScriptedFunctions, scenario: Scenario, name: str) -> Chain:
+    """Run the scenario on moto as execution `name`, following it from segment to segment."""
     statuses, outputs, names = [], [], []
     with moto_step_functions(functions) as sfn:
         arn = create_machines(sfn, [], scenario.workflow)
         execution = sfn.start_execution(
-            stateMachineArn=arn, name="run-can", input=json.dumps(scenario.input)
+            stateMachineArn=arn, name=name, input=json.dumps(scenario.input)
         )["executionArn"]
         while execution:
             described = _moto_end(sfn, execution)
@@ -117,7 +121,38 @@ def run_on_moto(scenario: Scenario) -> Segments:
             names.append(described["name"])
             handed = continued_to(output)
             execution = handed["execution_arn"] if handed else ""
-    return Segments(statuses, outputs, names, functions.previous, dict(functions.calls))
+    return statuses, outputs, names
+
+
+def chain_on_engine(
+    conninfo: str, functions: ScriptedFunctions, scenario: Scenario, name: str
+) -> Chain:
+    """Run the scenario on the local engine as execution `name`, segment to segment."""
+    engine = local_engine(conninfo, registry=scripted_registry(functions))
+    engine.start()
+    statuses, outputs, names = [], [], []
+    try:
+        arn = install(engine, scenario, name)
+        execution = engine.submit(StartExecution(arn, name, scenario.input))["executionArn"]
+        while execution:
+            status = engine.wait(execution, timeout=60)
+            with engine.read() as store:
+                row = store.execution_row(arn=execution)
+            assert row is not None
+            statuses.append(status)
+            outputs.append(row.output)
+            names.append(row.name)
+            handed = continued_to(row.output)
+            execution = handed["execution_arn"] if handed else ""
+    finally:
+        engine.close()
+    return statuses, outputs, names
+
+
+def run_on_moto(scenario: Scenario) -> Segments:
+    functions = _functions(scenario)
+    chain = chain_on_moto(functions, scenario, "run-can")
+    return Segments(*chain, functions.previous, dict(functions.calls))
 
 
 def _moto_end(sfn: Any, execution: str) -> dict[str, Any]:
@@ -132,25 +167,8 @@ def _moto_end(sfn: Any, execution: str) -> dict[str, Any]:
 
 def run_on_engine(conninfo: str, scenario: Scenario) -> Segments:
     functions = _functions(scenario)
-    engine = local_engine(conninfo, registry=scripted_registry(functions))
-    engine.start()
-    statuses, outputs, names = [], [], []
-    try:
-        arn = install(engine, scenario, "can")
-        execution = engine.submit(StartExecution(arn, "run-can", scenario.input))["executionArn"]
-        while execution:
-            status = engine.wait(execution, timeout=60)
-            with engine.read() as store:
-                row = store.execution_row(arn=execution)
-            assert row is not None
-            statuses.append(status)
-            outputs.append(row.output)
-            names.append(row.name)
-            handed = continued_to(row.output)
-            execution = handed["execution_arn"] if handed else ""
-    finally:
-        engine.close()
-    return Segments(statuses, outputs, names, functions.previous, dict(functions.calls))
+    chain = chain_on_engine(conninfo, functions, scenario, "run-can")
+    return Segments(*chain, functions.previous, dict(functions.calls))
 
 
 def _check(segments: Segments) -> None:

@@ -43,6 +43,7 @@ from switchyard.contract.payloads import (
     Usage,
     WorkflowInfo,
     loop_output,
+    record_item,
 )
 from switchyard.contract.resources import (
     DEAD_LETTER_QUEUE_URL,
@@ -102,5 +103,6 @@ __all__ = [
     "function_placeholder",
     "loop_output",
     "placeholders_in",
+    "record_item",
     "state_machine_placeholder",
 ]

@@ -6,6 +6,7 @@ the way in. Field names are the JSON keys on the wire.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -331,6 +332,17 @@ class DeadLetter(Wire):
     input: dict[str, Any]
     """What the step's Task received: the run's inputs, the records of the steps it reads, and
     its scope inside a map or loop."""
+
+
+def record_item(scope: Mapping[str, Any] | None) -> str:
+    """The run records' `item` of a step run in `scope`: '' for a step, `[index]` for a map
+    item, `#iteration` for a loop iteration."""
+    scope = scope or {}
+    if "index" in scope:
+        return f"[{scope['index']}]"
+    if "iteration" in scope:
+        return f"#{scope['iteration']}"
+    return ""
 
 
 def loop_output(output: Any, iterations: int) -> Any:

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import psycopg
 
-from switchyard.contract import PARENT_LINK_KEY, continued_to, error_type_of
+from switchyard.contract import PARENT_LINK_KEY, continued_to, error_type_of, record_item
 from switchyard.contract.errors import read_cause, read_spend
 from switchyard.gates.store import GateStore
 from switchyard.records.jsonb import json_text
@@ -116,12 +116,7 @@ def _json(value: Any) -> str | None:
 
 
 def _item(payload: dict[str, Any]) -> str:
-    scope = (payload.get("context") or {}).get("scope") or {}
-    if "index" in scope:
-        return f"[{scope['index']}]"
-    if "iteration" in scope:
-        return f"#{scope['iteration']}"
-    return ""
+    return record_item((payload.get("context") or {}).get("scope"))
 
 
 class RunRecords:

@@ -34,6 +34,7 @@ from switchyard.contract import (
     StepContext,
     StepResult,
     loop_output,
+    record_item,
 )
 from switchyard.runtime.agent_segments import is_summary
 
@@ -85,16 +86,6 @@ def replayed_run(context: StepContext, step_id: str) -> str | None:
     return reset.reuse.get(step_id) if reset is not None else None
 
 
-def item_of(context: StepContext) -> str:
-    """The record's item: '' for a step, `[index]` for a map item, `#iteration` for a loop's."""
-    scope = context.scope or {}
-    if "index" in scope:
-        return f"[{scope['index']}]"
-    if "iteration" in scope:
-        return f"#{scope['iteration']}"
-    return ""
-
-
 def recorded_for(
     context: StepContext, step_id: str, results: RecordedResults | None
 ) -> Recorded | None:
@@ -104,11 +95,11 @@ def recorded_for(
         return None
     child = context.run.replays_child
     if child is not None:
-        return results.child_completed(child, step_id, item_of(context))
+        return results.child_completed(child, step_id, record_item(context.scope))
     replays = replayed_run(context, step_id)
     if replays is None:
         return None
-    return results.completed(replays, step_id, item_of(context))
+    return results.completed(replays, step_id, record_item(context.scope))
 
 
 def replayed_step(

@@ -17,6 +17,7 @@ import psycopg
 import pytest
 
 from tests.cli import cli_environment, switchyard
+from tests.unit.cli.test_continue_as_new import _ledger
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -114,15 +115,6 @@ def _ended(env: dict[str, str], run_id: str) -> dict[str, Any]:
         if not statuses & {"running", "waiting"} or time.monotonic() > deadline:
             return data
         time.sleep(0.2)
-
-
-def _ledger(env: dict[str, str], run_id: str) -> Decimal:
-    with psycopg.connect(env["DATABASE_URL"]) as conn:
-        row = conn.execute(
-            "SELECT spent_micros FROM budget_scopes WHERE scope = %s", (f"run:{run_id}",)
-        ).fetchone()
-    assert row is not None
-    return Decimal(int(row[0])) / 1_000_000
 
 
 def test_an_agent_goes_on_in_segments_and_is_one_run(env: dict[str, str], tmp_path: Path) -> None:
